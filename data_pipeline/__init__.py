@@ -1,0 +1,1 @@
+"""Data pipeline: commit sources, EditPackFT/Commits2023FT filters, MinHash dedup, decontamination."""

@@ -1,0 +1,1 @@
+"""Evaluation: sandboxed execution, generation backends, benchmarks and metrics."""

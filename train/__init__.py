@@ -1,0 +1,1 @@
+"""Training: Hydra recipes, edit-example data, clean packed completion-only SFT through trl."""

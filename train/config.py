@@ -1,0 +1,258 @@
+"""Structured configs for `train/sft.py`.
+
+Every Hydra group used by the SFT entry point is backed by a dataclass here, so an unknown
+key or a value of the wrong type fails at start-up with a message that names the key.
+Cross-field checks live in each dataclass's `validate`, which `to_app_config` runs right
+after Hydra composes the config: before any dataset or model is loaded.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Dict, List, Optional  # noqa: UP035  (OmegaConf needs typing generics)
+
+from hydra.core.config_store import ConfigStore
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CONFIG_DIR = REPO_ROOT / "configs"
+DEEPSPEED_DIR = CONFIG_DIR / "deepspeed"
+
+
+class ConfigError(ValueError):
+    """A configuration value is wrong; the message names the key and the fix."""
+
+
+class AttnImpl(str, Enum):
+    flash_attention_2 = "flash_attention_2"
+    sdpa = "sdpa"
+    eager = "eager"
+    auto = "auto"  # flash_attention_2 where flash-attn and CUDA exist, else sdpa
+
+
+class DType(str, Enum):
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp32 = "fp32"
+
+
+class LossOn(str, Enum):
+    completion = "completion"  # loss on the edited code (and EOS) only
+    all = "all"  # whole text, as the released EditCoder code did
+
+
+class Overlong(str, Enum):
+    drop = "drop"
+    truncate = "truncate"
+
+
+@dataclass
+class TinyModelConfig:
+    """A randomly initialised Llama built from a config, with a BPE tokenizer trained on the data."""
+
+    hidden_size: int = 64
+    num_hidden_layers: int = 2
+    num_attention_heads: int = 4
+    num_key_value_heads: int = 2
+    intermediate_size: int = 176
+    vocab_size: int = 1024
+    max_position_embeddings: int = 2048
+
+
+@dataclass
+class ModelConfig:
+    path: Optional[str] = None  # hub id or local folder
+    revision: Optional[str] = None
+    trust_remote_code: bool = False
+    tiny: Optional[TinyModelConfig] = None
+
+    def validate(self) -> None:
+        if (self.path is None) == (self.tiny is None):
+            raise ConfigError(
+                "recipe.model: set exactly one of recipe.model.path (hub id or folder) "
+                "and recipe.model.tiny (a model built from a config)"
+            )
+
+
+@dataclass
+class LoraConfig:
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    target_modules: List[str] = field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    )
+    merge: bool = False  # also write the merged full model to DIR/final (adapter goes to DIR/final-adapter)
+
+
+@dataclass
+class WandbConfig:
+    project: str = "editforge"
+    tags: List[str] = field(default_factory=list)
+    mode: Optional[str] = None  # online | offline | disabled; default: offline when no API key is set
+
+
+@dataclass
+class RecipeConfig:
+    name: str = "tiny"
+    model: ModelConfig = field(default_factory=ModelConfig)
+    attn_implementation: AttnImpl = AttnImpl.sdpa
+    dtype: DType = DType.fp32
+    gradient_checkpointing: bool = False
+    prompt_format: str = "editcoder"
+    loss_on: LossOn = LossOn.completion
+    max_length: int = 8192
+    packing: bool = True
+    overlong: Overlong = Overlong.drop
+    lr: float = 2e-5
+    lr_scheduler: str = "linear"
+    warmup_steps: int = 10
+    epochs: float = 8.0
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    per_device_batch_size: int = 1
+    grad_accum: int = 4
+    lora: Optional[LoraConfig] = None
+    wandb: WandbConfig = field(default_factory=WandbConfig)
+
+    def validate(self) -> None:
+        from train.formats import FORMATS
+
+        self.model.validate()
+        if self.prompt_format not in FORMATS:
+            raise ConfigError(
+                f"recipe.prompt_format={self.prompt_format!r} is unknown; choose one of {sorted(FORMATS)}"
+            )
+        for key in ("max_length", "per_device_batch_size", "grad_accum"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"recipe.{key} must be >= 1, got {getattr(self, key)}")
+        if self.lr <= 0:
+            raise ConfigError(f"recipe.lr must be > 0, got {self.lr}")
+
+
+@dataclass
+class DatasetSpec:
+    """One dataset of a mix: a hub id, a local jsonl/parquet file or a `save_to_disk` folder."""
+
+    path: Optional[str] = None
+    subset: Optional[str] = None  # hub config name (e.g. "python" for bigcode/commitpackft)
+    split: str = "train"
+    weight: float = 1.0  # row multiplier: 0.5 takes half the rows, 2.0 repeats them twice
+    columns: Dict[str, str] = field(default_factory=dict)  # source column -> contract column
+    synthetic: Optional[int] = None  # generate this many synthetic edits instead of loading
+
+    def validate(self) -> None:
+        if (self.path is None) == (self.synthetic is None):
+            raise ConfigError("data.datasets[]: set exactly one of `path` and `synthetic`")
+        if self.weight <= 0:
+            raise ConfigError(f"data.datasets[].weight must be > 0, got {self.weight} for {self.path}")
+
+
+@dataclass
+class DataConfig:
+    path: Optional[str] = None  # one dataset; replaces `datasets` when set
+    columns: Dict[str, str] = field(default_factory=dict)  # column mapping for `path`
+    datasets: List[DatasetSpec] = field(default_factory=list)
+    val_size: float = 0.02  # fraction (< 1) or number of rows (>= 1) held out
+    seed: int = 1234  # shuffle seed
+    max_examples: Optional[int] = None  # cap after mixing and shuffling (quick experiments)
+
+    def specs(self) -> list[DatasetSpec]:
+        if self.path is not None:
+            return [DatasetSpec(path=self.path, columns=dict(self.columns))]
+        return list(self.datasets)
+
+    def validate(self) -> None:
+        if self.path is None and not self.datasets:
+            raise ConfigError("data: no dataset given; set data.path=PATH or pick a data config (data=NAME)")
+        if self.val_size < 0:
+            raise ConfigError(f"data.val_size must be >= 0, got {self.val_size}")
+
+
+@dataclass
+class RunConfig:
+    output_dir: str = "runs/default"
+    max_steps: int = -1  # > 0 overrides recipe.epochs
+    save_steps: int = 500
+    save_total_limit: int = 3
+    logging_steps: int = 10
+    eval_steps: Optional[int] = None  # None: evaluate at the end only
+    seed: int = 42
+    resume: str = "auto"  # auto | never | path to a checkpoint folder
+    report_to: str = "wandb"  # wandb | none
+    peak_tflops: Optional[float] = None  # per device, for MFU; detected on known GPUs
+    dataset_num_proc: Optional[int] = None
+    dataloader_num_workers: int = 0
+
+    def validate(self) -> None:
+        if self.report_to not in ("wandb", "none"):
+            raise ConfigError(f"run.report_to must be 'wandb' or 'none', got {self.report_to!r}")
+        if self.resume not in ("auto", "never") and not Path(self.resume).is_dir():
+            raise ConfigError(f"run.resume={self.resume!r}: use auto, never, or an existing checkpoint folder")
+
+
+@dataclass
+class SFTAppConfig:
+    recipe: RecipeConfig = field(default_factory=RecipeConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    deepspeed: Optional[str] = None  # name under configs/deepspeed (zero2, zero3, zero3-offload) or a json path
+
+    def validate(self) -> None:
+        self.recipe.validate()
+        self.data.validate()
+        for spec in self.data.specs():
+            spec.validate()
+        self.run.validate()
+        if self.deepspeed is not None:
+            deepspeed_config_path(self.deepspeed)  # raises when missing
+        if self.recipe.lora is not None and self.recipe.lora.merge and self.deepspeed:
+            if "zero3" in Path(deepspeed_config_path(self.deepspeed)).name:
+                raise ConfigError(
+                    "recipe.lora.merge=true cannot merge in memory under ZeRO-3 (weights are sharded); "
+                    "train with lora.merge=false and merge the saved adapter afterwards"
+                )
+
+
+def deepspeed_config_path(name_or_path: str) -> str:
+    """Resolve `deepspeed=zero3` to configs/deepspeed/zero3.json, or accept a json path."""
+    candidate = Path(name_or_path)
+    if candidate.suffix == ".json" and candidate.is_file():
+        return str(candidate.resolve())
+    named = DEEPSPEED_DIR / f"{name_or_path}.json"
+    if named.is_file():
+        return str(named)
+    known = sorted(p.stem for p in DEEPSPEED_DIR.glob("*.json"))
+    raise ConfigError(f"deepspeed={name_or_path!r}: not a json file nor one of {known}")
+
+
+def to_app_config(cfg: Any) -> SFTAppConfig:
+    """Turn a composed Hydra config into validated dataclasses (runs every `validate`)."""
+    from omegaconf import OmegaConf
+
+    try:
+        app = OmegaConf.to_object(cfg)
+    except Exception as err:  # OmegaConf validation errors name the key already
+        raise ConfigError(str(err)) from err
+    if not isinstance(app, SFTAppConfig):
+        raise ConfigError("the config is not an SFT config (missing the sft_schema default?)")
+    app.validate()
+    return app
+
+
+def wandb_has_key() -> bool:
+    """True when a W&B API key is configured (env or netrc), i.e. online logging can work."""
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    import netrc
+
+    try:
+        auth = netrc.netrc().authenticators("api.wandb.ai")
+    except (FileNotFoundError, netrc.NetrcParseError):
+        return False
+    return bool(auth and auth[2])
+
+
+ConfigStore.instance().store(name="sft_schema", node=SFTAppConfig)

@@ -1,0 +1,119 @@
+"""Prompt formats shared by training and evaluation.
+
+A model is evaluated in exactly the format it was trained in, so both sides build prompts
+here. A format turns (before, instruction) into a prompt and `after` into the completion
+the model must produce; `extract` recovers code from a generated completion.
+
+>>> fmt = FORMATS["editcoder"]
+>>> fmt.prompt("x = 1\\n", "Make x two")
+'## Code Before:\\nx = 1\\n## Instruction:\\nMake x two\\n## Code After:\\n'
+>>> fmt.completion("x = 2\\n")
+'x = 2\\n'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+CHAT_SYSTEM_PROMPT = (
+    "You are PythonEditGPT. You will be provided the original code snippet and an instruction that "
+    "specifies the changes you need to make. You will produce the changed code, based on the original "
+    "code and the instruction given. Only produce the code, do not include any additional prose."
+)
+
+_FENCE = re.compile(r"```([^\n`]*)\n(.*?)(?:```|\Z)", re.DOTALL)
+_LANG_TAG = re.compile(r"^[A-Za-z0-9_+#.-]{1,20}$")
+
+
+def first_fenced_block(text: str) -> str | None:
+    """Code of the first fenced block, or None.
+
+    A fence without a language tag keeps its first line (the text after ``` is code).
+    """
+    match = _FENCE.search(text)
+    if match is None:
+        return None
+    tag, body = match.group(1).strip(), match.group(2)
+    if tag and not _LANG_TAG.match(tag):  # "```x = 1" style: the tag line is code
+        body = match.group(1) + "\n" + body
+    return body
+
+
+@dataclass(frozen=True)
+class PromptFormat:
+    """Base-model formats: a fixed template and a completion that ends at EOS."""
+
+    name: str
+    template: str  # uses {before} and {instruction}
+    completion_template: str = "{after}"
+    stop: tuple[str, ...] = ()
+
+    def prompt(self, before: str, instruction: str, tokenizer: Any = None) -> str:
+        return self.template.format(before=before, instruction=instruction)
+
+    def completion(self, after: str) -> str:
+        return self.completion_template.format(after=after)
+
+    def extract(self, generated: str) -> str:
+        """Code from a completion (generated text after the prompt)."""
+        for stop in self.stop:
+            generated = generated.split(stop, 1)[0]
+        if "```" in self.completion_template:
+            block = first_fenced_block("```python\n" + generated)
+            return block if block is not None else generated
+        return generated
+
+
+@dataclass(frozen=True)
+class ChatFormat(PromptFormat):
+    """Chat models: the tokenizer's chat template, the PythonEditGPT system prompt, fenced code."""
+
+    def prompt(self, before: str, instruction: str, tokenizer: Any = None) -> str:
+        if tokenizer is None or getattr(tokenizer, "chat_template", None) is None:
+            raise ValueError(f"prompt_format={self.name!r} needs a tokenizer with a chat template")
+        messages = [
+            {"role": "system", "content": CHAT_SYSTEM_PROMPT},
+            {"role": "user", "content": self.template.format(before=before, instruction=instruction)},
+        ]
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def extract(self, generated: str) -> str:
+        block = first_fenced_block(generated)
+        return block if block is not None else generated
+
+
+FORMATS: dict[str, PromptFormat] = {
+    fmt.name: fmt
+    for fmt in (
+        PromptFormat(
+            name="editcoder",
+            template="## Code Before:\n{before}\n## Instruction:\n{instruction}\n## Code After:\n",
+            stop=("\n## Code Before:", "\n## Instruction:"),
+        ),
+        PromptFormat(
+            name="starcoder",
+            template="<commit_before>{before}<commit_msg>{instruction}<commit_after>",
+            stop=("<commit_before>", "<commit_msg>", "<commit_after>"),
+        ),
+        PromptFormat(
+            name="octocoder",
+            template="Question: {instruction}\n```python\n{before}\n```\n\nAnswer:\n```python\n",
+            completion_template="{after}\n```",
+            stop=("\nQuestion:",),
+        ),
+        ChatFormat(
+            name="chat",
+            template="## Code Before\n```python\n{before}\n```\n## Instruction\n{instruction}",
+            completion_template="```python\n{after}\n```",
+        ),
+    )
+}
+
+
+def get_format(name: str) -> PromptFormat:
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise ValueError(f"unknown prompt format {name!r}; choose one of {sorted(FORMATS)}") from None

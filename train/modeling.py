@@ -1,0 +1,132 @@
+"""Model and tokenizer loading: hub or local checkpoints, or a tiny Llama built from a config.
+
+The tiny path trains a byte-level BPE tokenizer on the training texts on the fly, so the
+whole training stack runs on CPU without downloading anything. Its pad token is its EOS
+token on purpose: that is the case where careless label masking stops a model learning to
+stop, and the tests cover it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, PreTrainedTokenizerFast
+
+from train.config import AttnImpl, ConfigError, DType, RecipeConfig, TinyModelConfig
+
+TORCH_DTYPES = {DType.bf16: torch.bfloat16, DType.fp16: torch.float16, DType.fp32: torch.float32}
+TINY_SPECIAL = {"bos_token": "<|begin|>", "eos_token": "<|end|>", "unk_token": "<|unk|>"}
+
+
+def resolve_attn_implementation(requested: AttnImpl) -> str:
+    """The attention kernel to load, or a ConfigError naming the fix when FA2 cannot run."""
+    has_fa2 = importlib.util.find_spec("flash_attn") is not None
+    has_cuda = torch.cuda.is_available()
+    if requested == AttnImpl.auto:
+        return "flash_attention_2" if has_fa2 and has_cuda else "sdpa"
+    if requested == AttnImpl.flash_attention_2 and not (has_fa2 and has_cuda):
+        missing = "CUDA" if not has_cuda else "the flash-attn package (pip install 'editforge[gpu]')"
+        raise ConfigError(
+            f"recipe.attn_implementation=flash_attention_2 needs {missing}; "
+            "on this machine use recipe.attn_implementation=sdpa (or auto)"
+        )
+    return requested.value
+
+
+def check_dtype(dtype: DType) -> None:
+    if dtype == DType.fp16 and not torch.cuda.is_available():
+        raise ConfigError("recipe.dtype=fp16 needs a GPU; use recipe.dtype=fp32 or bf16 on CPU")
+
+
+def train_tiny_tokenizer(texts: Iterable[str], vocab_size: int) -> PreTrainedTokenizerFast:
+    """A byte-level BPE tokenizer trained on `texts` (deterministic for the same texts)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(TINY_SPECIAL.values()),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    bos = TINY_SPECIAL["bos_token"]
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{bos} $A", special_tokens=[(bos, tok.token_to_id(bos))]
+    )
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, **TINY_SPECIAL)
+    fast.pad_token = fast.eos_token
+    return fast
+
+
+def load_or_train_tokenizer(recipe: RecipeConfig, texts: Iterable[str] | None, cache_dir: Path) -> Any:
+    """The recipe's tokenizer; for a tiny model, train one (cached in `cache_dir`)."""
+    if recipe.model.tiny is None:
+        tok = AutoTokenizer.from_pretrained(
+            recipe.model.path, revision=recipe.model.revision, trust_remote_code=recipe.model.trust_remote_code
+        )
+    elif (cache_dir / "tokenizer.json").exists():
+        tok = AutoTokenizer.from_pretrained(str(cache_dir))
+    else:
+        if texts is None:
+            raise ValueError("a tiny model's tokenizer needs training texts")
+        tok = train_tiny_tokenizer(texts, recipe.model.tiny.vocab_size)
+        tok.save_pretrained(str(cache_dir))
+    if tok.eos_token_id is None:
+        raise ConfigError(f"the tokenizer of {recipe.model.path} has no EOS token; completions could not end")
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def tiny_llama_config(tiny: TinyModelConfig, tokenizer: Any) -> LlamaConfig:
+    return LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=tiny.hidden_size,
+        intermediate_size=tiny.intermediate_size,
+        num_hidden_layers=tiny.num_hidden_layers,
+        num_attention_heads=tiny.num_attention_heads,
+        num_key_value_heads=tiny.num_key_value_heads,
+        max_position_embeddings=tiny.max_position_embeddings,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+    )
+
+
+def load_model(recipe: RecipeConfig, tokenizer: Any, attn_implementation: str) -> torch.nn.Module:
+    """The causal LM to fine-tune, with the KV cache off (a cache disables packed-row masking)."""
+    dtype = TORCH_DTYPES[recipe.dtype]
+    if recipe.model.tiny is not None:
+        config = tiny_llama_config(recipe.model.tiny, tokenizer)
+        model = AutoModelForCausalLM.from_config(config, attn_implementation=attn_implementation, dtype=dtype)
+    else:
+        model = AutoModelForCausalLM.from_pretrained(
+            recipe.model.path,
+            revision=recipe.model.revision,
+            trust_remote_code=recipe.model.trust_remote_code,
+            attn_implementation=attn_implementation,
+            dtype=dtype,
+        )
+    # transformers only derives the block-diagonal packed mask when no cache is passed.
+    model.config.use_cache = False
+    if len(tokenizer) > model.get_input_embeddings().weight.shape[0]:
+        model.resize_token_embeddings(len(tokenizer))
+    return model
+
+
+def count_parameters(model: torch.nn.Module) -> tuple[int, int]:
+    """(all, trainable) parameter counts; works on ZeRO-3 partitioned parameters too."""
+    total = trainable = 0
+    for p in model.parameters():
+        n = getattr(p, "ds_numel", None) or p.numel()
+        total += n
+        trainable += n if p.requires_grad else 0
+    return total, trainable

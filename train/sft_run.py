@@ -1,0 +1,247 @@
+"""One SFT run, top to bottom: validate, set up, train, save, clean up.
+
+`SFTRun(app)` rejects bad or conflicting settings before anything heavy happens;
+`setup()` builds the parts in dependency order (training arguments first, so DeepSpeed
+ZeRO-3 can partition the model while it loads; data before the model, so a bad dataset
+fails fast); `train()`, `save()` and `cleanup()` do what they say.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+from accelerate import PartialState
+from transformers import TrainerCallback
+from transformers.trainer_utils import get_last_checkpoint
+from trl import SFTConfig
+
+from train.config import ConfigError, DType, SFTAppConfig, deepspeed_config_path, wandb_has_key
+from train.edit_data import load_edit_splits
+from train.formats import get_format
+from train.modeling import (
+    check_dtype,
+    count_parameters,
+    load_model,
+    load_or_train_tokenizer,
+    resolve_attn_implementation,
+)
+from train.tokenization import encode_dataset
+from train.trainer import EditSFTTrainer, detect_peak_tflops, flops_per_token
+
+log = logging.getLogger(__name__)
+
+FINAL_DIR = "final"
+ADAPTER_DIR = "final-adapter"
+CONFIG_FILE = "editforge_config.yaml"
+DATA_STATS_FILE = "data_stats.json"
+
+
+class SFTRun:
+    def __init__(self, app: SFTAppConfig, resolved: dict[str, Any], callbacks: list[TrainerCallback] | None = None):
+        self.app, self.resolved, self.callbacks = app, resolved, callbacks or []
+        recipe, run = app.recipe, app.run
+        self.attn_implementation = resolve_attn_implementation(recipe.attn_implementation)
+        check_dtype(recipe.dtype)
+        self.output_dir = Path(run.output_dir)
+        self.resume_from = self._resume_checkpoint()
+        self.format = get_format(recipe.prompt_format)
+        self.trainer: EditSFTTrainer | None = None
+
+    def _resume_checkpoint(self) -> str | None:
+        resume = self.app.run.resume
+        if resume not in ("auto", "never"):
+            return resume
+        last = get_last_checkpoint(str(self.output_dir)) if self.output_dir.is_dir() else None
+        if resume == "never" and last is not None:
+            raise ConfigError(
+                f"run.output_dir={self.output_dir} already has {Path(last).name}; "
+                "pass run.resume=auto to continue it or choose a new run.output_dir"
+            )
+        return last
+
+    # ------------------------------------------------------------------ setup
+    def setup(self) -> None:
+        self.args = self._training_args()  # initialises the process group (and ZeRO-3 zero.Init)
+        state = PartialState()
+        splits = load_edit_splits(self.app.data)
+        with state.main_process_first():
+            self.tokenizer = load_or_train_tokenizer(
+                self.app.recipe, self._tokenizer_texts(splits.train), self.output_dir / "tokenizer-cache"
+            )
+            train_ds, train_report = self._encode(splits.train)
+            eval_ds, eval_report = self._encode(splits.validation) if splits.validation else (None, None)
+        if train_report.kept == 0:
+            raise ConfigError(
+                f"no training example fits recipe.max_length={self.app.recipe.max_length} "
+                f"(dropped: {train_report.dropped}); raise it or use recipe.overlong=truncate"
+            )
+        self.data_stats = {
+            "sources": splits.counts,
+            "train": train_report.as_dict(),
+            "validation": eval_report.as_dict() if eval_report else None,
+        }
+        log.info("training data: %s", self.data_stats["train"])
+        if state.is_main_process:
+            self.output_dir.mkdir(parents=True, exist_ok=True)
+            (self.output_dir / DATA_STATS_FILE).write_text(json.dumps(self.data_stats, indent=2))
+            self._init_wandb()
+        model = load_model(self.app.recipe, self.tokenizer, self.attn_implementation)
+        n_params, _ = count_parameters(model)
+        mean_len = train_report.tokens / max(train_report.kept, 1)
+        self.trainer = EditSFTTrainer(
+            model=model,
+            args=self.args,
+            train_dataset=train_ds,
+            eval_dataset=eval_ds,
+            processing_class=self.tokenizer,
+            peft_config=self._peft_config(),
+            callbacks=self.callbacks,
+            flops_per_token=flops_per_token(
+                n_params, model.config.num_hidden_layers, model.config.hidden_size, mean_len
+            ),
+            peak_tflops=self.app.run.peak_tflops or detect_peak_tflops(),
+        )
+        total, trainable = count_parameters(self.trainer.model)
+        log.info("model: %.1fM parameters, %.2fM trainable", total / 1e6, trainable / 1e6)
+
+    def _tokenizer_texts(self, train):
+        if self.app.recipe.model.tiny is None:
+            return None
+        fmt = self.format
+        return (fmt.prompt(r["before"], r["instruction"]) + fmt.completion(r["after"]) for r in train)
+
+    def _encode(self, ds):
+        recipe = self.app.recipe
+        return encode_dataset(
+            ds,
+            self.tokenizer,
+            self.format,
+            recipe.loss_on,
+            recipe.max_length,
+            recipe.overlong,
+            num_proc=self.app.run.dataset_num_proc,
+        )
+
+    def _training_args(self) -> SFTConfig:
+        recipe, run = self.app.recipe, self.app.run
+        on_gpu = _cuda_available()
+        has_eval = self.app.data.val_size > 0
+        return SFTConfig(
+            output_dir=str(self.output_dir),
+            run_name=recipe.name,
+            num_train_epochs=recipe.epochs,
+            max_steps=run.max_steps,
+            learning_rate=recipe.lr,
+            lr_scheduler_type=recipe.lr_scheduler,
+            warmup_steps=recipe.warmup_steps,
+            weight_decay=recipe.weight_decay,
+            max_grad_norm=recipe.max_grad_norm,
+            per_device_train_batch_size=recipe.per_device_batch_size,
+            per_device_eval_batch_size=recipe.per_device_batch_size,
+            gradient_accumulation_steps=recipe.grad_accum,
+            bf16=recipe.dtype == DType.bf16 and on_gpu,
+            fp16=recipe.dtype == DType.fp16,
+            activation_checkpointing=recipe.gradient_checkpointing,
+            logging_steps=run.logging_steps,
+            logging_first_step=True,
+            save_strategy="steps",
+            save_steps=run.save_steps,
+            save_total_limit=run.save_total_limit,
+            eval_strategy="steps" if (has_eval and run.eval_steps) else "no",
+            eval_steps=run.eval_steps,
+            seed=run.seed,
+            data_seed=run.seed,
+            report_to=["wandb"] if run.report_to == "wandb" else [],
+            deepspeed=deepspeed_config_path(self.app.deepspeed) if self.app.deepspeed else None,
+            max_length=recipe.max_length,
+            packing=recipe.packing,
+            packing_strategy="bfd",
+            padding_free=recipe.packing,
+            dataset_num_proc=run.dataset_num_proc,
+            dataloader_num_workers=run.dataloader_num_workers,
+            ddp_find_unused_parameters=False if recipe.lora is not None else None,
+        )
+
+    def _peft_config(self):
+        lora = self.app.recipe.lora
+        if lora is None:
+            return None
+        from peft import LoraConfig as PeftLoraConfig
+
+        return PeftLoraConfig(
+            r=lora.r,
+            lora_alpha=lora.alpha,
+            lora_dropout=lora.dropout,
+            target_modules=list(lora.target_modules),
+            task_type="CAUSAL_LM",
+        )
+
+    def _init_wandb(self) -> None:
+        if self.app.run.report_to != "wandb":
+            return
+        import wandb
+
+        cfg = self.app.recipe.wandb
+        mode = cfg.mode or ("online" if wandb_has_key() else "offline")
+        id_file = self.output_dir / "wandb_run_id"
+        run_id = id_file.read_text().strip() if id_file.exists() else uuid.uuid4().hex[:12]
+        id_file.write_text(run_id)
+        wandb.init(
+            project=cfg.project,
+            name=self.output_dir.name,
+            tags=list(cfg.tags),
+            config=self.resolved,
+            dir=str(self.output_dir),
+            mode=mode,
+            id=run_id,
+            resume="allow",
+        )
+
+    # ------------------------------------------------------------------ train / save
+    def train(self) -> None:
+        assert self.trainer is not None, "call setup() first"
+        if self.resume_from:
+            log.info("resuming from %s", self.resume_from)
+        self.trainer.train(resume_from_checkpoint=self.resume_from)
+        if self.trainer.eval_dataset is not None:
+            self.trainer.evaluate()
+
+    def save(self) -> Path:
+        """Write the final model (HF format, tokenizer, resolved config) to DIR/final."""
+        assert self.trainer is not None, "call setup() first"
+        final = self.output_dir / FINAL_DIR
+        lora = self.app.recipe.lora
+        target = self.output_dir / ADAPTER_DIR if lora is not None and lora.merge else final
+        self.trainer.save_model(str(target))  # a collective under ZeRO-3: every rank calls it
+        if self.trainer.is_world_process_zero():
+            if target != final:
+                merged = self.trainer.accelerator.unwrap_model(self.trainer.model).merge_and_unload()
+                merged.save_pretrained(str(final))
+                self.tokenizer.save_pretrained(str(final))
+            for folder in {target, final}:
+                (folder / CONFIG_FILE).write_text(yaml.safe_dump(self.resolved, sort_keys=False))
+            metrics = {k: v for k, v in self.trainer.state.log_history[-1].items()}
+            (self.output_dir / "metrics.json").write_text(
+                json.dumps({"log_history": self.trainer.state.log_history, "last": metrics}, indent=2)
+            )
+        self.trainer.accelerator.wait_for_everyone()
+        return final
+
+    def cleanup(self) -> None:
+        if self.app.run.report_to == "wandb" and PartialState().is_main_process:
+            import wandb
+
+            if wandb.run is not None:
+                wandb.finish()
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available() and os.environ.get("CUDA_VISIBLE_DEVICES", "x") != ""

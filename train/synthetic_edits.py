@@ -1,0 +1,76 @@
+"""A deterministic generator of small Python edit examples.
+
+The `tiny` recipes train on these on CPU: real before/after code pairs with natural
+instructions (rename, add a docstring, add type hints, change a constant, add a default
+argument, guard empty input), in the edit-example contract. Same seed, same rows.
+"""
+
+from __future__ import annotations
+
+import random
+
+_FUNCTIONS = [
+    ("total", "values", "result = 0\n    for v in {arg}:\n        result += v\n    return result", "int"),
+    ("largest", "values", "best = {arg}[0]\n    for v in {arg}:\n        if v > best:\n            best = v\n    return best", "int"),
+    ("count_even", "values", "return sum(1 for v in {arg} if v % 2 == 0)", "int"),
+    ("reverse_text", "text", "return {arg}[::-1]", "str"),
+    ("shout", "text", "return {arg}.upper() + '!'", "str"),
+    ("squares", "values", "return [v * v for v in {arg}]", "list"),
+    ("mean", "values", "return sum({arg}) / len({arg})", "float"),
+    ("first_word", "text", "return {arg}.split()[0]", "str"),
+    ("unique", "values", "seen = []\n    for v in {arg}:\n        if v not in seen:\n            seen.append(v)\n    return seen", "list"),
+    ("factorial", "n", "out = 1\n    for i in range(2, {arg} + 1):\n        out *= i\n    return out", "int"),
+    ("is_palindrome", "text", "return {arg} == {arg}[::-1]", "bool"),
+    ("clamp", "n", "return max(0, min({arg}, 100))", "int"),
+]
+_ARG_TYPES = {"values": "list[int]", "text": "str", "n": "int"}
+_NEW_NAMES = {"values": "items", "text": "s", "n": "k"}
+
+
+def _function(name: str, arg: str, body: str, annotate: bool = False, ret: str = "") -> str:
+    signature = f"{arg}: {_ARG_TYPES[arg]}" if annotate else arg
+    returns = f" -> {ret}" if annotate else ""
+    return f"def {name}({signature}){returns}:\n    {body.format(arg=arg)}\n"
+
+
+def _edit(rng: random.Random) -> tuple[str, str, str]:
+    name, arg, body, ret = rng.choice(_FUNCTIONS)
+    before = _function(name, arg, body)
+    kind = rng.randrange(6)
+    if kind == 0:
+        new = f"compute_{name}"
+        return before, _function(new, arg, body), f"Rename the function {name} to {new}."
+    if kind == 1:
+        return before, _function(name, arg, body, annotate=True, ret=ret), f"Add type hints to {name}."
+    if kind == 2:
+        doc = f'"""Return the {name.replace("_", " ")} of {arg}."""\n    '
+        return before, _function(name, arg, doc + body), f"Add a docstring to {name}."
+    if kind == 3:
+        new_arg = _NEW_NAMES[arg]
+        after = _function(name, arg, body).replace(arg, new_arg)
+        return before, after, f"Rename the parameter {arg} to {new_arg}."
+    if kind == 4:
+        empty = "0" if ret in ("int", "float") else ("''" if ret == "str" else "[]" if ret == "list" else "True")
+        guard = f"if not {arg}:\n        return {empty}\n    "
+        return before, _function(name, arg, guard + body), f"Return {empty} when {arg} is empty."
+    helper = f"\n\ndef {name}_all(batches):\n    return [{name}(b) for b in batches]\n"
+    return before, before + helper, f"Add a function {name}_all that applies {name} to every batch."
+
+
+def synthetic_edits(n: int, seed: int = 0) -> list[dict]:
+    """`n` edit examples (`id, before, after, instruction, lang, source`)."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        before, after, instruction = _edit(rng)
+        rows.append(
+            {
+                "id": f"synthetic-{i}",
+                "before": before,
+                "after": after,
+                "instruction": instruction,
+                "lang": "python",
+                "source": "synthetic",
+            }
+        )
+    return rows

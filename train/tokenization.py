@@ -1,0 +1,108 @@
+"""Turn edit examples into `input_ids` and `labels` for SFT.
+
+The prompt and the completion are tokenized separately and concatenated, so the prompt's
+tokens are exactly those the model sees at inference (where it is tokenized alone). EOS is
+appended to every completion and kept in the loss: labels are built here, never from
+`input_ids == pad_token_id`, so a tokenizer whose pad is its EOS still learns to stop.
+
+>>> # loss_on="completion": prompt labels are -100, completion and EOS are targets
+>>> # input_ids = [*prompt_ids, *completion_ids, eos]
+>>> # labels    = [-100] * len(prompt_ids) + [*completion_ids, eos]
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from datasets import Dataset
+
+from train.config import LossOn, Overlong
+from train.formats import PromptFormat
+
+IGNORE_INDEX = -100
+
+
+@dataclass
+class EncodeReport:
+    """How many rows each policy kept or dropped; `input == kept + sum(dropped)`."""
+
+    input: int
+    kept: int
+    truncated: int
+    dropped: dict[str, int]
+    tokens: int
+    target_tokens: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def encode_example(
+    example: dict,
+    tokenizer: Any,
+    fmt: PromptFormat,
+    loss_on: LossOn,
+    max_length: int,
+    overlong: Overlong,
+) -> dict:
+    """One example to `input_ids`/`labels`, or `drop_reason` set when a policy rejects it."""
+    prompt = fmt.prompt(example["before"], example["instruction"], tokenizer)
+    prompt_ids = tokenizer(prompt, add_special_tokens=True)["input_ids"]
+    completion_ids = tokenizer(fmt.completion(example["after"]), add_special_tokens=False)["input_ids"]
+    completion_ids = [*completion_ids, tokenizer.eos_token_id]
+    input_ids = prompt_ids + completion_ids
+    if loss_on == LossOn.completion:
+        labels = [IGNORE_INDEX] * len(prompt_ids) + completion_ids
+    else:
+        labels = list(input_ids)
+    reason, truncated = "", False
+    if len(input_ids) > max_length:
+        if overlong == Overlong.drop:
+            reason = "overlong"
+        else:
+            input_ids, labels, truncated = input_ids[:max_length], labels[:max_length], True
+            if all(label == IGNORE_INDEX for label in labels[len(prompt_ids) :]) or len(prompt_ids) >= max_length:
+                reason = "overlong_prompt"  # truncation would leave no completion to learn
+    return {"input_ids": input_ids, "labels": labels, "drop_reason": reason, "truncated": truncated}
+
+
+def encode_dataset(
+    ds: Dataset,
+    tokenizer: Any,
+    fmt: PromptFormat,
+    loss_on: LossOn,
+    max_length: int,
+    overlong: Overlong,
+    num_proc: int | None = None,
+) -> tuple[Dataset, EncodeReport]:
+    """Tokenize a split; rows rejected by the overlong policy are dropped and counted."""
+    encoded = ds.map(
+        encode_example,
+        fn_kwargs={
+            "tokenizer": tokenizer,
+            "fmt": fmt,
+            "loss_on": loss_on,
+            "max_length": max_length,
+            "overlong": overlong,
+        },
+        remove_columns=ds.column_names,
+        num_proc=num_proc,
+        desc="Tokenizing edit examples",
+    )
+    reasons = Counter(r for r in encoded["drop_reason"] if r)
+    truncated = sum(t for t, r in zip(encoded["truncated"], encoded["drop_reason"]) if not r)
+    kept = encoded.filter(lambda r: not r, input_columns="drop_reason", num_proc=num_proc)
+    kept = kept.remove_columns(["drop_reason", "truncated"])
+    lengths = [len(ids) for ids in kept["input_ids"]]
+    targets = sum(sum(1 for label in labels if label != IGNORE_INDEX) for labels in kept["labels"])
+    report = EncodeReport(
+        input=len(ds),
+        kept=len(kept),
+        truncated=truncated,
+        dropped=dict(reasons),
+        tokens=sum(lengths),
+        target_tokens=targets,
+    )
+    return kept, report

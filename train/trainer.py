@@ -1,0 +1,76 @@
+"""The SFT trainer: trl's `SFTTrainer` plus a non-finite-loss stop and throughput/MFU logging.
+
+Both additions use documented override points (`training_step`, `log`), not patches.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+import torch.distributed as dist
+from trl import SFTTrainer
+
+# Dense bf16 peak TFLOP/s per device, for the MFU estimate.
+PEAK_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10G": 125.0, "L4": 121.0}
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss became NaN/inf; training stopped before saving anything past the last good checkpoint."""
+
+
+def detect_peak_tflops() -> float | None:
+    if not torch.cuda.is_available():
+        return None
+    name = torch.cuda.get_device_name()
+    return next((tflops for key, tflops in PEAK_TFLOPS.items() if key in name), None)
+
+
+def flops_per_token(n_params: int, n_layers: int, hidden: int, mean_doc_len: float) -> float:
+    """Training FLOPs per token: 6N for the weights plus causal attention 6·L·d·T (PaLM appendix B)."""
+    return 6.0 * n_params + 6.0 * n_layers * hidden * mean_doc_len
+
+
+class EditSFTTrainer(SFTTrainer):
+    """`SFTTrainer` that stops on a non-finite loss and logs tokens/s per device and MFU."""
+
+    def __init__(self, *args, flops_per_token: float = 0.0, peak_tflops: float | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._flops_per_token = flops_per_token
+        self._peak_tflops = peak_tflops
+        self._last_tokens: float | None = None
+        self._last_time = 0.0
+
+    def _tokens_seen(self) -> float:
+        # trl counts non-pad tokens over all processes (attention-mask sum, or row length when padding-free).
+        return float(getattr(self, "_total_train_tokens", 0))
+
+    def training_step(self, model, inputs, num_items_in_batch=None):
+        if self._last_tokens is None:
+            self._last_tokens, self._last_time = self._tokens_seen(), time.perf_counter()
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        bad = (~torch.isfinite(loss.detach())).to(torch.float32).reshape(1)
+        if dist.is_available() and dist.is_initialized():
+            dist.all_reduce(bad, op=dist.ReduceOp.MAX)  # every rank stops together
+        if bad.item() > 0:
+            raise NonFiniteLossError(
+                f"non-finite loss at step {self.state.global_step + 1}; stopped without saving. "
+                f"The last good checkpoint (if any) is in {self.args.output_dir}; lower recipe.lr or check the data."
+            )
+        return loss
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        if self.model.training and "loss" in logs:
+            self._add_throughput(logs)
+        super().log(logs, start_time)
+
+    def _add_throughput(self, logs: dict[str, float]) -> None:
+        tokens, now = self._tokens_seen(), time.perf_counter()
+        if self._last_tokens is not None and now > self._last_time:
+            per_device = (tokens - self._last_tokens) / (now - self._last_time) / self.args.world_size
+            logs["tokens_per_second_per_device"] = round(per_device, 2)
+            if self._peak_tflops and self._flops_per_token:
+                mfu = per_device * self._flops_per_token / (self._peak_tflops * 1e12)
+                logs["mfu"] = round(mfu, 4) if math.isfinite(mfu) else float("nan")
+        self._last_tokens, self._last_time = tokens, now
