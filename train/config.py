@@ -198,7 +198,7 @@ class SFTAppConfig:
     recipe: RecipeConfig = field(default_factory=RecipeConfig)
     data: DataConfig = field(default_factory=DataConfig)
     run: RunConfig = field(default_factory=RunConfig)
-    deepspeed: Optional[str] = None  # name under configs/deepspeed (zero2, zero3, zero3-offload) or a json path
+    deepspeed_config: Optional[str] = None  # zero2 | zero3 | zero3-offload (configs/deepspeed) or a json path
 
     def validate(self) -> None:
         self.recipe.validate()
@@ -206,10 +206,10 @@ class SFTAppConfig:
         for spec in self.data.specs():
             spec.validate()
         self.run.validate()
-        if self.deepspeed is not None:
-            deepspeed_config_path(self.deepspeed)  # raises when missing
-        if self.recipe.lora is not None and self.recipe.lora.merge and self.deepspeed:
-            if "zero3" in Path(deepspeed_config_path(self.deepspeed)).name:
+        if self.deepspeed_config is not None:
+            deepspeed_config_path(self.deepspeed_config)  # raises when missing
+        if self.recipe.lora is not None and self.recipe.lora.merge and self.deepspeed_config:
+            if "zero3" in Path(deepspeed_config_path(self.deepspeed_config)).name:
                 raise ConfigError(
                     "recipe.lora.merge=true cannot merge in memory under ZeRO-3 (weights are sharded); "
                     "train with lora.merge=false and merge the saved adapter afterwards"
@@ -217,7 +217,7 @@ class SFTAppConfig:
 
 
 def deepspeed_config_path(name_or_path: str) -> str:
-    """Resolve `deepspeed=zero3` to configs/deepspeed/zero3.json, or accept a json path."""
+    """Resolve `zero3` to configs/deepspeed/zero3.json, or accept a json path."""
     candidate = Path(name_or_path)
     if candidate.suffix == ".json" and candidate.is_file():
         return str(candidate.resolve())
@@ -225,7 +225,7 @@ def deepspeed_config_path(name_or_path: str) -> str:
     if named.is_file():
         return str(named)
     known = sorted(p.stem for p in DEEPSPEED_DIR.glob("*.json"))
-    raise ConfigError(f"deepspeed={name_or_path!r}: not a json file nor one of {known}")
+    raise ConfigError(f"deepspeed_config={name_or_path!r}: not a json file nor one of {known}")
 
 
 def to_app_config(cfg: Any) -> SFTAppConfig:

@@ -158,7 +158,7 @@ class SFTRun:
             seed=run.seed,
             data_seed=run.seed,
             report_to=["wandb"] if run.report_to == "wandb" else [],
-            deepspeed=deepspeed_config_path(self.app.deepspeed) if self.app.deepspeed else None,
+            deepspeed=deepspeed_config_path(self.app.deepspeed_config) if self.app.deepspeed_config else None,
             max_length=recipe.max_length,
             packing=recipe.packing,
             packing_strategy="bfd",
@@ -166,6 +166,8 @@ class SFTRun:
             dataset_num_proc=run.dataset_num_proc,
             dataloader_num_workers=run.dataloader_num_workers,
             ddp_find_unused_parameters=False if recipe.lora is not None else None,
+            use_cpu=not on_gpu,
+            ddp_backend=None if on_gpu else "gloo",
         )
 
     def _peft_config(self):

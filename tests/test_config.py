@@ -1,0 +1,128 @@
+"""Every recipe and config in the repo loads and validates; bad keys and values fail early."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, app_config, compose
+
+from train.config import ConfigError, deepspeed_config_path
+
+RECIPES = sorted(p.stem for p in (REPO / "recipes").glob("*.yaml"))
+DATA_CONFIGS = sorted(p.stem for p in (REPO / "configs" / "data").glob("*.yaml"))
+DEEPSPEED = sorted(p.stem for p in (REPO / "configs" / "deepspeed").glob("*.json"))
+DEEPSPEED_OPTIONS = sorted(p.stem for p in (REPO / "configs" / "deepspeed").glob("*.yaml"))
+
+
+def test_the_repo_has_the_recipes_the_paper_needs():
+    for name in ("tiny", "tiny-lora", "editcoder-1.3b", "editcoder-6.7b", "editcoder-33b"):
+        assert name in RECIPES and (name.startswith("tiny") or f"{name}-lora" in RECIPES)
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_every_recipe_composes_and_validates(recipe):
+    app, resolved = app_config([f"recipe={recipe}"])
+    assert app.recipe.name == recipe
+    assert resolved["run"]["output_dir"] == f"runs/{recipe}"
+
+
+@pytest.mark.parametrize("size", ["1.3b", "6.7b", "33b"])
+def test_editcoder_recipes_carry_the_paper_settings(size):
+    app, _ = app_config([f"recipe=editcoder-{size}"])
+    r = app.recipe
+    assert (r.lr, r.lr_scheduler, r.warmup_steps, r.epochs, r.max_length) == (2e-5, "linear", 10, 8, 8192)
+    assert r.per_device_batch_size * 8 * r.grad_accum == 32
+    assert r.packing and r.gradient_checkpointing and r.dtype.value == "bf16"
+    assert r.attn_implementation.value == "flash_attention_2" and app.deepspeed_config == "zero3"
+    assert r.model.path == f"deepseek-ai/deepseek-coder-{size}-base"
+    lora, _ = app_config([f"recipe=editcoder-{size}-lora"])
+    assert lora.recipe.lora is not None and lora.deepspeed_config is None
+    assert lora.recipe.per_device_batch_size * lora.recipe.grad_accum == 32
+
+
+@pytest.mark.parametrize("data", DATA_CONFIGS)
+def test_every_data_config_validates(data):
+    app, _ = app_config(["recipe=tiny", f"data={data}"])
+    assert app.data.specs()
+
+
+@pytest.mark.parametrize("name", DEEPSPEED)
+def test_every_deepspeed_config_loads(name):
+    cfg = json.loads(Path(deepspeed_config_path(name)).read_text())
+    zero = cfg["zero_optimization"]
+    assert zero["stage"] in (2, 3)
+    if zero["stage"] == 3:
+        assert zero["stage3_gather_16bit_weights_on_model_save"] is True
+    app, _ = app_config(["recipe=tiny", f"deepspeed={name}"])
+    assert app.deepspeed_config == name
+
+
+def test_every_deepspeed_option_has_its_json_and_a_custom_path_works(tmp_path):
+    assert DEEPSPEED_OPTIONS == sorted([*DEEPSPEED, "none"])
+    custom = tmp_path / "ds.json"
+    custom.write_text(json.dumps({"zero_optimization": {"stage": 2}}))
+    app, _ = app_config(["recipe=tiny", f"deepspeed_config={custom}"])
+    assert deepspeed_config_path(app.deepspeed_config) == str(custom.resolve())
+
+
+def test_overrides_from_the_command_line_reach_the_config(tmp_path):
+    app, _ = app_config(
+        ["recipe=editcoder-6.7b", "recipe.lr=1e-5", "deepspeed=zero3-offload", f"data.path={tmp_path}",
+         f"run.output_dir={tmp_path}/out", "run.max_steps=7"]
+    )
+    assert app.recipe.lr == 1e-5 and app.deepspeed_config == "zero3-offload" and app.run.max_steps == 7
+    assert [s.path for s in app.data.specs()] == [str(tmp_path)]
+
+
+def test_an_unknown_key_fails_and_names_the_key():
+    with pytest.raises(Exception, match="lrr"):
+        compose(["recipe=tiny", "recipe.lrr=1e-5"])
+
+
+def test_a_wrong_enum_value_fails_and_names_the_key():
+    with pytest.raises(Exception, match="loss_on"):
+        compose(["recipe=tiny", "recipe.loss_on=everything"])
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("recipe.prompt_format=nope", "prompt_format"),
+        ("deepspeed_config=zero9", "zero9"),
+        ("run.report_to=tensorboard", "report_to"),
+        ("recipe.max_length=0", "max_length"),
+    ],
+)
+def test_bad_values_fail_with_a_message_naming_them(override, message):
+    with pytest.raises(ConfigError, match=message):
+        app_config(["recipe=tiny", override])
+
+
+def test_lora_merge_under_zero3_is_rejected():
+    with pytest.raises(ConfigError, match="ZeRO-3"):
+        app_config(["recipe=tiny-lora", "recipe.lora.merge=true", "deepspeed=zero3"])
+
+
+def _sft(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(REPO / "train" / "sft.py"), *args], cwd=cwd, capture_output=True, text=True,
+        timeout=300,
+    )
+
+
+def test_cfg_job_prints_the_resolved_editcoder_config(tmp_path):
+    out = _sft("recipe=editcoder-6.7b", "--cfg", "job", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "deepseek-ai/deepseek-coder-6.7b-base" in out.stdout and "max_length: 8192" in out.stdout
+
+
+def test_flash_attention_on_cpu_stops_before_loading_anything(tmp_path):
+    out = _sft("recipe=tiny", "recipe.attn_implementation=flash_attention_2", f"run.output_dir={tmp_path}/r",
+               cwd=tmp_path)
+    assert out.returncode != 0
+    assert "flash_attention_2 needs CUDA" in out.stdout + out.stderr
+    assert "Tokenizing" not in out.stdout + out.stderr and not (tmp_path / "r" / "tokenizer-cache").exists()
