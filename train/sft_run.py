@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 from accelerate import PartialState
-from transformers import TrainerCallback
+from transformers import TrainerCallback, set_seed
 from transformers.trainer_utils import get_last_checkpoint
 from trl import SFTConfig
 
@@ -91,6 +91,7 @@ class SFTRun:
             self.output_dir.mkdir(parents=True, exist_ok=True)
             (self.output_dir / DATA_STATS_FILE).write_text(json.dumps(self.data_stats, indent=2))
             self._init_wandb()
+        set_seed(self.app.run.seed)  # a tiny model's random init (and any resized embeddings) must repeat
         model = load_model(self.app.recipe, self.tokenizer, self.attn_implementation)
         n_params, _ = count_parameters(model)
         mean_len = train_report.tokens / max(train_report.kept, 1)
@@ -167,7 +168,7 @@ class SFTRun:
             dataloader_num_workers=run.dataloader_num_workers,
             ddp_find_unused_parameters=False if recipe.lora is not None else None,
             use_cpu=not on_gpu,
-            ddp_backend=None if on_gpu else "gloo",
+            ddp_backend="gloo" if not on_gpu and int(os.environ.get("WORLD_SIZE", "1")) > 1 else None,
         )
 
     def _peft_config(self):
