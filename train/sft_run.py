@@ -68,6 +68,11 @@ class SFTRun:
     # ------------------------------------------------------------------ setup
     def setup(self) -> None:
         self.args = self._training_args()  # initialises the process group (and ZeRO-3 zero.Init)
+        if self.app.deepspeed_config and self.args.use_cpu:
+            import deepspeed
+
+            # On GPUs accelerate starts DeepSpeed's comm layer; on CPU it must exist before zero.Init.
+            deepspeed.init_distributed(dist_backend="gloo")
         state = PartialState()
         splits = load_edit_splits(self.app.data)
         with state.main_process_first():
