@@ -38,7 +38,13 @@ def run_epoch(model, batches, device: str) -> tuple[float, int]:
     start = time.perf_counter()
     for batch in batches:
         batch = {k: v.to(device) for k, v in batch.items() if isinstance(v, torch.Tensor)}
-        loss = model(**{k: v for k, v in batch.items() if k in ("input_ids", "labels", "attention_mask", "position_ids")}).loss
+        loss = model(
+            **{
+                k: v
+                for k, v in batch.items()
+                if k in ("input_ids", "labels", "attention_mask", "position_ids")
+            }
+        ).loss
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -65,9 +71,13 @@ def main() -> None:
 
     ds = documents(args.docs, args.median, args.max_length, args.vocab, args.seed)
     config = LlamaConfig(
-        vocab_size=args.vocab, hidden_size=args.hidden, intermediate_size=int(args.hidden * 8 / 3) // 64 * 64,
-        num_hidden_layers=args.layers, num_attention_heads=max(args.hidden // 64, 1),
-        max_position_embeddings=args.max_length, use_cache=False,
+        vocab_size=args.vocab,
+        hidden_size=args.hidden,
+        intermediate_size=int(args.hidden * 8 / 3) // 64 * 64,
+        num_hidden_layers=args.layers,
+        num_attention_heads=max(args.hidden // 64, 1),
+        max_position_embeddings=args.max_length,
+        use_cache=False,
     )
     dtype = torch.bfloat16 if args.device.startswith("cuda") else torch.float32
 
@@ -92,7 +102,11 @@ def main() -> None:
         fraction = non_pad_fraction(batches)
         if mode == "packed":
             fraction = packing_efficiency(packed_rows, args.max_length)  # token slots of the fixed-size rows
-        results[mode] = {"tokens_per_s": tokens / seconds, "non_pad_fraction": fraction, "steps": len(batches)}
+        results[mode] = {
+            "tokens_per_s": tokens / seconds,
+            "non_pad_fraction": fraction,
+            "steps": len(batches),
+        }
 
     ratio = results["packed"]["tokens_per_s"] / results["padded"]["tokens_per_s"]
     table = Table(title=f"SFT throughput, {args.docs} docs, {args.device}, max_length {args.max_length}")
@@ -100,8 +114,13 @@ def main() -> None:
         table.add_column(col, justify="right")
     for mode in ("padded", "packed"):
         r = results[mode]
-        table.add_row(mode, str(r["steps"]), f"{r['tokens_per_s']:.0f}", f"{r['non_pad_fraction']:.3f}",
-                      f"{r['tokens_per_s'] / results['padded']['tokens_per_s']:.2f}x")
+        table.add_row(
+            mode,
+            str(r["steps"]),
+            f"{r['tokens_per_s']:.0f}",
+            f"{r['non_pad_fraction']:.3f}",
+            f"{r['tokens_per_s'] / results['padded']['tokens_per_s']:.2f}x",
+        )
     Console().print(table)
     print(
         f"RESULT packed_tokens_per_s={results['packed']['tokens_per_s']:.1f} "

@@ -62,7 +62,7 @@ def test_every_deepspeed_config_loads(name):
 
 
 def test_every_deepspeed_option_has_its_json_and_a_custom_path_works(tmp_path):
-    assert DEEPSPEED_OPTIONS == sorted([*DEEPSPEED, "none"])
+    assert sorted([*DEEPSPEED, "none"]) == DEEPSPEED_OPTIONS
     custom = tmp_path / "ds.json"
     custom.write_text(json.dumps({"zero_optimization": {"stage": 2}}))
     app, _ = app_config(["recipe=tiny", f"deepspeed_config={custom}"])
@@ -71,8 +71,14 @@ def test_every_deepspeed_option_has_its_json_and_a_custom_path_works(tmp_path):
 
 def test_overrides_from_the_command_line_reach_the_config(tmp_path):
     app, _ = app_config(
-        ["recipe=editcoder-6.7b", "recipe.lr=1e-5", "deepspeed=zero3-offload", f"data.path={tmp_path}",
-         f"run.output_dir={tmp_path}/out", "run.max_steps=7"]
+        [
+            "recipe=editcoder-6.7b",
+            "recipe.lr=1e-5",
+            "deepspeed=zero3-offload",
+            f"data.path={tmp_path}",
+            f"run.output_dir={tmp_path}/out",
+            "run.max_steps=7",
+        ]
     )
     assert app.recipe.lr == 1e-5 and app.deepspeed_config == "zero3-offload" and app.run.max_steps == 7
     assert [s.path for s in app.data.specs()] == [str(tmp_path)]
@@ -109,7 +115,10 @@ def test_lora_merge_under_zero3_is_rejected():
 
 def _sft(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(REPO / "train" / "sft.py"), *args], cwd=cwd, capture_output=True, text=True,
+        [sys.executable, str(REPO / "train" / "sft.py"), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
         timeout=300,
     )
 
@@ -121,8 +130,12 @@ def test_cfg_job_prints_the_resolved_editcoder_config(tmp_path):
 
 
 def test_flash_attention_on_cpu_stops_before_loading_anything(tmp_path):
-    out = _sft("recipe=tiny", "recipe.attn_implementation=flash_attention_2", f"run.output_dir={tmp_path}/r",
-               cwd=tmp_path)
+    out = _sft(
+        "recipe=tiny",
+        "recipe.attn_implementation=flash_attention_2",
+        f"run.output_dir={tmp_path}/r",
+        cwd=tmp_path,
+    )
     assert out.returncode != 0
     assert "flash_attention_2 needs CUDA" in out.stdout + out.stderr
     assert "Tokenizing" not in out.stdout + out.stderr and not (tmp_path / "r" / "tokenizer-cache").exists()

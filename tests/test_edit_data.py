@@ -13,7 +13,12 @@ from train.edit_data import DataError, load_edit_splits, load_one
 
 def _rows(n, prefix="r"):
     return [
-        {"id": f"{prefix}{i}", "before": f"x = {i}\n", "after": f"x = {i + 1}\n", "instruction": "Increment x."}
+        {
+            "id": f"{prefix}{i}",
+            "before": f"x = {i}\n",
+            "after": f"x = {i + 1}\n",
+            "instruction": "Increment x.",
+        }
         for i in range(n)
     ]
 
@@ -67,7 +72,9 @@ def test_rows_with_missing_fields_are_dropped_and_counted(tmp_path):
     path = _jsonl(tmp_path / "d.jsonl", rows)
     splits = load_edit_splits(DataConfig(path=str(path), val_size=0))
     counts = splits.counts[str(path)]
-    assert counts["input"] == 9 and counts["dropped"]["missing_or_empty_field"] == 1 and len(splits.train) == 8
+    assert (
+        counts["input"] == 9 and counts["dropped"]["missing_or_empty_field"] == 1 and len(splits.train) == 8
+    )
 
 
 def test_weights_scale_each_dataset_and_the_split_is_held_out(tmp_path):

@@ -12,7 +12,10 @@ AFTER = "def f(x):\n    return x + 1\n"
 
 def test_editcoder_format_is_the_papers():
     fmt = FORMATS["editcoder"]
-    assert fmt.prompt(BEFORE, "Add one.") == f"## Code Before:\n{BEFORE}\n## Instruction:\nAdd one.\n## Code After:\n"
+    assert (
+        fmt.prompt(BEFORE, "Add one.")
+        == f"## Code Before:\n{BEFORE}\n## Instruction:\nAdd one.\n## Code After:\n"
+    )
     assert fmt.completion(AFTER) == AFTER
     assert fmt.extract(AFTER + "\n## Code Before:\nmore") == AFTER
 

@@ -9,9 +9,8 @@ from datasets import Dataset
 from transformers import AutoModelForCausalLM
 from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
 
-from train.config import LossOn, Overlong, TinyModelConfig
+from train.config import DataConfig, DatasetSpec, LossOn, Overlong, TinyModelConfig
 from train.edit_data import load_edit_splits
-from train.config import DataConfig, DatasetSpec
 from train.formats import FORMATS
 from train.modeling import tiny_llama_config
 from train.packing import non_pad_fraction, pack, packing_efficiency

@@ -9,7 +9,11 @@ from train.formats import FORMATS
 from train.tokenization import IGNORE_INDEX, encode_dataset, encode_example
 
 FMT = FORMATS["editcoder"]
-ROW = {"before": "def f(x):\n    return x\n", "after": "def f(x):\n    return x + 1\n", "instruction": "Add one."}
+ROW = {
+    "before": "def f(x):\n    return x\n",
+    "after": "def f(x):\n    return x + 1\n",
+    "instruction": "Add one.",
+}
 
 
 def test_completion_only_labels_cover_the_edit_and_eos(tiny_tokenizer):

@@ -19,8 +19,18 @@ def _torchrun(out: Path, *overrides: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
     env.update(WANDB_SILENT="true", OMP_NUM_THREADS="1")
     proc = subprocess.run(
-        [*torchrun_cmd(2), str(REPO / "train" / "sft.py"), "recipe=tiny", f"run.output_dir={out}", *overrides],
-        cwd=out.parent, env=env, capture_output=True, text=True, timeout=900,
+        [
+            *torchrun_cmd(2),
+            str(REPO / "train" / "sft.py"),
+            "recipe=tiny",
+            f"run.output_dir={out}",
+            *overrides,
+        ],
+        cwd=out.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
     return proc
@@ -49,7 +59,10 @@ def test_tiny_recipe_trains_under_two_processes_with_offline_wandb(tmp_path):
     _check_final_model(out)
     runs = list((out / "wandb").glob("offline-run-*"))
     assert len(runs) == 1, "rank 0 alone logs, offline without an API key"
-    assert list(runs[0].glob("run-*.wandb"))
+    records = next(runs[0].glob("run-*.wandb")).read_bytes()
+    assert b"tokens_per_second_per_device" in records and b"train/loss" in records
+    debug_log = (runs[0] / "logs" / "debug.log").read_text()
+    assert "'recipe': {'name': 'tiny'" in debug_log  # the resolved config went to wandb.init
     stats = json.loads((out / "data_stats.json").read_text())["train"]
     assert stats["input"] == stats["kept"] + sum(stats["dropped"].values())
     history = json.loads((out / "metrics.json").read_text())["log_history"]

@@ -104,8 +104,17 @@ def test_lora_changes_only_adapters_saves_them_and_merges_on_request(tmp_path):
 def test_a_non_finite_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
     out = tmp_path / "nan"
     with pytest.raises(NonFiniteLossError, match="non-finite loss"):
-        _run(_overrides(out, "recipe=tiny", "recipe.lr=1e12", "recipe.warmup_steps=0", "run.max_steps=30",
-                        "run.save_steps=1", "run.save_total_limit=50"))
+        _run(
+            _overrides(
+                out,
+                "recipe=tiny",
+                "recipe.lr=1e12",
+                "recipe.warmup_steps=0",
+                "run.max_steps=30",
+                "run.save_steps=1",
+                "run.save_total_limit=50",
+            )
+        )
     checkpoints = sorted(out.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
     assert checkpoints and not (out / "final").exists()
     for ckpt in checkpoints:  # every kept checkpoint holds finite weights

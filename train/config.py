@@ -8,11 +8,12 @@ after Hydra composes the config: before any dataset or model is loaded.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Dict, List, Optional  # noqa: UP035  (OmegaConf needs typing generics)
+from typing import Any  # noqa: UP035  (OmegaConf needs typing generics)
 
 from hydra.core.config_store import ConfigStore
 
@@ -63,10 +64,10 @@ class TinyModelConfig:
 
 @dataclass
 class ModelConfig:
-    path: Optional[str] = None  # hub id or local folder
-    revision: Optional[str] = None
+    path: str | None = None  # hub id or local folder
+    revision: str | None = None
     trust_remote_code: bool = False
-    tiny: Optional[TinyModelConfig] = None
+    tiny: TinyModelConfig | None = None
 
     def validate(self) -> None:
         if (self.path is None) == (self.tiny is None):
@@ -81,7 +82,7 @@ class LoraConfig:
     r: int = 16
     alpha: int = 32
     dropout: float = 0.05
-    target_modules: List[str] = field(
+    target_modules: list[str] = field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     )
     merge: bool = False  # also write the merged full model to DIR/final (adapter goes to DIR/final-adapter)
@@ -90,8 +91,8 @@ class LoraConfig:
 @dataclass
 class WandbConfig:
     project: str = "editforge"
-    tags: List[str] = field(default_factory=list)
-    mode: Optional[str] = None  # online | offline | disabled; default: offline when no API key is set
+    tags: list[str] = field(default_factory=list)
+    mode: str | None = None  # online | offline | disabled; default: offline when no API key is set
 
 
 @dataclass
@@ -114,7 +115,7 @@ class RecipeConfig:
     max_grad_norm: float = 1.0
     per_device_batch_size: int = 1
     grad_accum: int = 4
-    lora: Optional[LoraConfig] = None
+    lora: LoraConfig | None = None
     wandb: WandbConfig = field(default_factory=WandbConfig)
 
     def validate(self) -> None:
@@ -136,12 +137,12 @@ class RecipeConfig:
 class DatasetSpec:
     """One dataset of a mix: a hub id, a local jsonl/parquet file or a `save_to_disk` folder."""
 
-    path: Optional[str] = None
-    subset: Optional[str] = None  # hub config name (e.g. "python" for bigcode/commitpackft)
+    path: str | None = None
+    subset: str | None = None  # hub config name (e.g. "python" for bigcode/commitpackft)
     split: str = "train"
     weight: float = 1.0  # row multiplier: 0.5 takes half the rows, 2.0 repeats them twice
-    columns: Dict[str, str] = field(default_factory=dict)  # source column -> contract column
-    synthetic: Optional[int] = None  # generate this many synthetic edits instead of loading
+    columns: dict[str, str] = field(default_factory=dict)  # source column -> contract column
+    synthetic: int | None = None  # generate this many synthetic edits instead of loading
 
     def validate(self) -> None:
         if (self.path is None) == (self.synthetic is None):
@@ -152,12 +153,12 @@ class DatasetSpec:
 
 @dataclass
 class DataConfig:
-    path: Optional[str] = None  # one dataset; replaces `datasets` when set
-    columns: Dict[str, str] = field(default_factory=dict)  # column mapping for `path`
-    datasets: List[DatasetSpec] = field(default_factory=list)
+    path: str | None = None  # one dataset; replaces `datasets` when set
+    columns: dict[str, str] = field(default_factory=dict)  # column mapping for `path`
+    datasets: list[DatasetSpec] = field(default_factory=list)
     val_size: float = 0.02  # fraction (< 1) or number of rows (>= 1) held out
     seed: int = 1234  # shuffle seed
-    max_examples: Optional[int] = None  # cap after mixing and shuffling (quick experiments)
+    max_examples: int | None = None  # cap after mixing and shuffling (quick experiments)
 
     def specs(self) -> list[DatasetSpec]:
         if self.path is not None:
@@ -178,19 +179,21 @@ class RunConfig:
     save_steps: int = 500
     save_total_limit: int = 3
     logging_steps: int = 10
-    eval_steps: Optional[int] = None  # None: evaluate at the end only
+    eval_steps: int | None = None  # None: evaluate at the end only
     seed: int = 42
     resume: str = "auto"  # auto | never | path to a checkpoint folder
     report_to: str = "wandb"  # wandb | none
-    peak_tflops: Optional[float] = None  # per device, for MFU; detected on known GPUs
-    dataset_num_proc: Optional[int] = None
+    peak_tflops: float | None = None  # per device, for MFU; detected on known GPUs
+    dataset_num_proc: int | None = None
     dataloader_num_workers: int = 0
 
     def validate(self) -> None:
         if self.report_to not in ("wandb", "none"):
             raise ConfigError(f"run.report_to must be 'wandb' or 'none', got {self.report_to!r}")
         if self.resume not in ("auto", "never") and not Path(self.resume).is_dir():
-            raise ConfigError(f"run.resume={self.resume!r}: use auto, never, or an existing checkpoint folder")
+            raise ConfigError(
+                f"run.resume={self.resume!r}: use auto, never, or an existing checkpoint folder"
+            )
 
 
 @dataclass
@@ -198,7 +201,7 @@ class SFTAppConfig:
     recipe: RecipeConfig = field(default_factory=RecipeConfig)
     data: DataConfig = field(default_factory=DataConfig)
     run: RunConfig = field(default_factory=RunConfig)
-    deepspeed_config: Optional[str] = None  # zero2 | zero3 | zero3-offload (configs/deepspeed) or a json path
+    deepspeed_config: str | None = None  # zero2 | zero3 | zero3-offload (configs/deepspeed) or a json path
 
     def validate(self) -> None:
         self.recipe.validate()
@@ -208,12 +211,17 @@ class SFTAppConfig:
         self.run.validate()
         if self.deepspeed_config is not None:
             deepspeed_config_path(self.deepspeed_config)  # raises when missing
-        if self.recipe.lora is not None and self.recipe.lora.merge and self.deepspeed_config:
-            if "zero3" in Path(deepspeed_config_path(self.deepspeed_config)).name:
-                raise ConfigError(
-                    "recipe.lora.merge=true cannot merge in memory under ZeRO-3 (weights are sharded); "
-                    "train with lora.merge=false and merge the saved adapter afterwards"
-                )
+        lora = self.recipe.lora
+        if (
+            lora is not None
+            and lora.merge
+            and self.deepspeed_config
+            and zero_stage(self.deepspeed_config) == 3
+        ):
+            raise ConfigError(
+                "recipe.lora.merge=true cannot merge in memory under ZeRO-3 (weights are sharded); "
+                "train with recipe.lora.merge=false and merge the saved adapter afterwards"
+            )
 
 
 def deepspeed_config_path(name_or_path: str) -> str:
@@ -226,6 +234,11 @@ def deepspeed_config_path(name_or_path: str) -> str:
         return str(named)
     known = sorted(p.stem for p in DEEPSPEED_DIR.glob("*.json"))
     raise ConfigError(f"deepspeed_config={name_or_path!r}: not a json file nor one of {known}")
+
+
+def zero_stage(name_or_path: str) -> int:
+    config = json.loads(Path(deepspeed_config_path(name_or_path)).read_text())
+    return int(config.get("zero_optimization", {}).get("stage", 0))
 
 
 def to_app_config(cfg: Any) -> SFTAppConfig:

@@ -39,9 +39,11 @@ class EditSplits:
 
 def _load_local(path: Path, split: str) -> Dataset:
     if path.is_dir():
-        if (path / "dataset_info.json").exists() or (path / "dataset_dict.json").exists() or (
-            path / "state.json"
-        ).exists():
+        if (
+            (path / "dataset_info.json").exists()
+            or (path / "dataset_dict.json").exists()
+            or (path / "state.json").exists()
+        ):
             loaded = datasets.load_from_disk(str(path))
             if isinstance(loaded, DatasetDict):
                 if split not in loaded:
@@ -131,7 +133,9 @@ def load_edit_splits(cfg: DataConfig) -> EditSplits:
         ds = _apply_weight(_contract_columns(ds, Path(name).name or name), spec.weight, cfg.seed)
         counts[name] = {"input": n_in, "after_weight": len(ds), "dropped": dict(dropped)}
         if len(ds) == 0:
-            raise DataError(f"dataset {name!r} has no usable rows (read {n_in}, all dropped: {dict(dropped)})")
+            raise DataError(
+                f"dataset {name!r} has no usable rows (read {n_in}, all dropped: {dict(dropped)})"
+            )
         parts.append(ds)
     mixed = concatenate_datasets(parts).shuffle(seed=cfg.seed)
     if cfg.max_examples is not None:

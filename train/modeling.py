@@ -69,7 +69,9 @@ def load_or_train_tokenizer(recipe: RecipeConfig, texts: Iterable[str] | None, c
     """The recipe's tokenizer; for a tiny model, train one (cached in `cache_dir`)."""
     if recipe.model.tiny is None:
         tok = AutoTokenizer.from_pretrained(
-            recipe.model.path, revision=recipe.model.revision, trust_remote_code=recipe.model.trust_remote_code
+            recipe.model.path,
+            revision=recipe.model.revision,
+            trust_remote_code=recipe.model.trust_remote_code,
         )
     elif (cache_dir / "tokenizer.json").exists():
         tok = AutoTokenizer.from_pretrained(str(cache_dir))

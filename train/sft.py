@@ -1,8 +1,8 @@
 """Supervised fine-tuning of code-edit models.
 
-    torchrun --nproc_per_node 8 train/sft.py recipe=editcoder-6.7b
-    python train/sft.py recipe=tiny run.output_dir=runs/tiny
-    python train/sft.py recipe=editcoder-6.7b --cfg job      # print the resolved config
+torchrun --nproc_per_node 8 train/sft.py recipe=editcoder-6.7b
+python train/sft.py recipe=tiny run.output_dir=runs/tiny
+python train/sft.py recipe=editcoder-6.7b --cfg job      # print the resolved config
 """
 
 from __future__ import annotations

@@ -43,7 +43,9 @@ DATA_STATS_FILE = "data_stats.json"
 
 
 class SFTRun:
-    def __init__(self, app: SFTAppConfig, resolved: dict[str, Any], callbacks: list[TrainerCallback] | None = None):
+    def __init__(
+        self, app: SFTAppConfig, resolved: dict[str, Any], callbacks: list[TrainerCallback] | None = None
+    ):
         self.app, self.resolved, self.callbacks = app, resolved, callbacks or []
         recipe, run = app.recipe, app.run
         self.attn_implementation = resolve_attn_implementation(recipe.attn_implementation)

@@ -11,14 +11,24 @@ import random
 
 _FUNCTIONS = [
     ("total", "values", "result = 0\n    for v in {arg}:\n        result += v\n    return result", "int"),
-    ("largest", "values", "best = {arg}[0]\n    for v in {arg}:\n        if v > best:\n            best = v\n    return best", "int"),
+    (
+        "largest",
+        "values",
+        "best = {arg}[0]\n    for v in {arg}:\n        if v > best:\n            best = v\n    return best",
+        "int",
+    ),
     ("count_even", "values", "return sum(1 for v in {arg} if v % 2 == 0)", "int"),
     ("reverse_text", "text", "return {arg}[::-1]", "str"),
     ("shout", "text", "return {arg}.upper() + '!'", "str"),
     ("squares", "values", "return [v * v for v in {arg}]", "list"),
     ("mean", "values", "return sum({arg}) / len({arg})", "float"),
     ("first_word", "text", "return {arg}.split()[0]", "str"),
-    ("unique", "values", "seen = []\n    for v in {arg}:\n        if v not in seen:\n            seen.append(v)\n    return seen", "list"),
+    (
+        "unique",
+        "values",
+        "seen = []\n    for v in {arg}:\n        if v not in seen:\n            seen.append(v)\n    return seen",
+        "list",
+    ),
     ("factorial", "n", "out = 1\n    for i in range(2, {arg} + 1):\n        out *= i\n    return out", "int"),
     ("is_palindrome", "text", "return {arg} == {arg}[::-1]", "bool"),
     ("clamp", "n", "return max(0, min({arg}, 100))", "int"),
@@ -50,7 +60,9 @@ def _edit(rng: random.Random) -> tuple[str, str, str]:
         after = _function(name, arg, body).replace(arg, new_arg)
         return before, after, f"Rename the parameter {arg} to {new_arg}."
     if kind == 4:
-        empty = "0" if ret in ("int", "float") else ("''" if ret == "str" else "[]" if ret == "list" else "True")
+        empty = (
+            "0" if ret in ("int", "float") else ("''" if ret == "str" else "[]" if ret == "list" else "True")
+        )
         guard = f"if not {arg}:\n        return {empty}\n    "
         return before, _function(name, arg, guard + body), f"Return {empty} when {arg} is empty."
     helper = f"\n\ndef {name}_all(batches):\n    return [{name}(b) for b in batches]\n"

@@ -63,7 +63,10 @@ def encode_example(
             reason = "overlong"
         else:
             input_ids, labels, truncated = input_ids[:max_length], labels[:max_length], True
-            if all(label == IGNORE_INDEX for label in labels[len(prompt_ids) :]) or len(prompt_ids) >= max_length:
+            if (
+                all(label == IGNORE_INDEX for label in labels[len(prompt_ids) :])
+                or len(prompt_ids) >= max_length
+            ):
                 reason = "overlong_prompt"  # truncation would leave no completion to learn
     return {"input_ids": input_ids, "labels": labels, "drop_reason": reason, "truncated": truncated}
 
@@ -92,7 +95,7 @@ def encode_dataset(
         desc="Tokenizing edit examples",
     )
     reasons = Counter(r for r in encoded["drop_reason"] if r)
-    truncated = sum(t for t, r in zip(encoded["truncated"], encoded["drop_reason"]) if not r)
+    truncated = sum(t for t, r in zip(encoded["truncated"], encoded["drop_reason"], strict=False) if not r)
     kept = encoded.filter(lambda r: not r, input_columns="drop_reason", num_proc=num_proc)
     kept = kept.remove_columns(["drop_reason", "truncated"])
     lengths = [len(ids) for ids in kept["input_ids"]]
