@@ -121,3 +121,13 @@ def test_a_non_finite_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_
         assert all(torch.isfinite(t).all() for t in _weights(ckpt).values())
     state = json.loads((checkpoints[-1] / "trainer_state.json").read_text())
     assert all(torch.isfinite(torch.tensor(h["loss"])) for h in state["log_history"] if "loss" in h)
+
+
+def test_gradient_accumulation_matches_a_bigger_micro_batch(tmp_path):
+    """Micro-batch 1 x accumulation 4 trains like micro-batch 4 x accumulation 1 (loss normalised by tokens)."""
+    common = ["recipe=tiny", "run.max_steps=3", "run.save_steps=100"]
+    _run(_overrides(tmp_path / "big", *common, "recipe.per_device_batch_size=4", "recipe.grad_accum=1"))
+    _run(_overrides(tmp_path / "accum", *common, "recipe.per_device_batch_size=1", "recipe.grad_accum=4"))
+    big, accum = _weights(tmp_path / "big" / "final"), _weights(tmp_path / "accum" / "final")
+    for name in big:
+        torch.testing.assert_close(accum[name], big[name], rtol=1e-4, atol=1e-5)
