@@ -1,8 +1,8 @@
 """Load edit-example datasets, mix them by weight, shuffle and hold out a validation split.
 
 Input is anything in the edit-example contract (`before, after, instruction` at least): a
-hub id, a local jsonl/json/parquet file, a folder of such files, or a `save_to_disk`
-folder. Other schemas map in with a column mapping (CommitPackFT:
+hub id, a local jsonl/json/parquet file, a folder of such files, a `save_to_disk` folder,
+or a folder built by `python -m data_pipeline.build`. Other schemas map in with a column mapping (CommitPackFT:
 `{old_contents: before, new_contents: after, subject: instruction}`).
 """
 
@@ -38,6 +38,8 @@ class EditSplits:
 
 
 def _load_local(path: Path, split: str) -> Dataset:
+    if (path / "manifest.json").exists():  # a `python -m data_pipeline.build` output folder
+        path = path / "dataset" if (path / "dataset").is_dir() else path / "data.parquet"
     if path.is_dir():
         if (
             (path / "dataset_info.json").exists()

@@ -1,0 +1,151 @@
+"""Structured configs of `python -m data_pipeline.build`.
+
+Groups: `source` (hub, files, disk, git), `pipeline` (editpackft, commits2023ft,
+commits2023raw, editpackft+commits2023ft) and `executor` (local, ray). Unknown keys fail at
+start-up; `validate` checks what types cannot (paths, rule names) before any work starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional  # noqa: UP035  (OmegaConf needs typing generics)
+
+from hydra.core.config_store import ConfigStore
+
+SOURCE_KINDS = ("hub", "files", "disk", "git")
+EXECUTOR_KINDS = ("local", "ray")
+OUTPUT_FORMATS = ("arrow", "parquet")
+
+
+@dataclass
+class GitOptions:
+    first_parent: bool = True
+    multi_file: str = "keep_one"  # keep_one (Commits2023FT) | drop (OctoPack) | keep_all
+    extensions: List[str] = field(default_factory=lambda: [".py"])
+    max_file_bytes: int = 100_000
+    include_merges: bool = False
+    max_commits: Optional[int] = None
+
+
+@dataclass
+class SourceConfig:
+    kind: str = "hub"
+    name: Optional[str] = None  # hub dataset id
+    subset: Optional[str] = None  # hub config, e.g. "python"
+    split: str = "train"
+    streaming: bool = True  # stream hub datasets instead of downloading them whole
+    paths: List[str] = field(default_factory=list)  # files: jsonl/json/parquet; disk: built folders
+    repos: List[str] = field(default_factory=list)  # git: local clones
+    columns: Dict[str, str] = field(default_factory=dict)  # raw column -> contract column
+    max_bytes: int = 1_000_000  # larger before/after texts are dropped as oversized
+    limit: Optional[int] = None  # read at most this many raw rows
+    lang: str = "python"
+    git: GitOptions = field(default_factory=GitOptions)
+
+    def validate(self) -> None:
+        if self.kind not in SOURCE_KINDS:
+            raise ValueError(f"source.kind={self.kind!r}: choose one of {SOURCE_KINDS}")
+        if self.kind == "hub" and not self.name:
+            raise ValueError("source=hub needs source.name (a hub dataset id)")
+        if self.kind in ("files", "disk"):
+            if not self.paths:
+                raise ValueError(f"source={self.kind} needs source.paths=[...]")
+            missing = [p for p in self.paths if not Path(p).exists()]
+            if missing:
+                raise ValueError(f"source.paths: {missing} do not exist")
+        if self.kind == "git":
+            from data_pipeline.git_source import validate_repos
+
+            if not self.repos:
+                raise ValueError("source=git needs source.repos=[/path/to/clone,...]")
+            validate_repos(self.repos)
+
+
+@dataclass
+class FilterSpec:
+    name: str = ""
+    params: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DedupOptions:
+    enabled: bool = True
+    num_perm: int = 256
+    ngram: int = 5
+    threshold: float = 0.7
+    seed: int = 42
+    exact_check: bool = False
+
+
+@dataclass
+class DecontamOptions:
+    enabled: bool = True
+    # CanItEdit-schema jsonl files, HumanEvalPack folders/files, or hub:ID[:SUBSET] entries.
+    benchmarks: List[str] = field(
+        default_factory=lambda: ["hub:nuprl/CanItEdit", "hub:bigcode/humanevalpack:python"]
+    )
+    threshold: float = 0.5  # Jaccard of code shingles above which a row counts as a copy
+    match_instructions: bool = True  # identical (normalised) instructions are dropped too
+
+
+@dataclass
+class PipelineConfig:
+    name: str = "editpackft"
+    filters: List[FilterSpec] = field(default_factory=list)
+    dedup: DedupOptions = field(default_factory=DedupOptions)
+    decontaminate: DecontamOptions = field(default_factory=DecontamOptions)
+    sample: Optional[int] = None  # keep a random sample of this many rows (commits2023raw)
+    seed: int = 0
+
+    def rules(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(f.name, dict(f.params)) for f in self.filters]
+
+    def validate(self) -> None:
+        from data_pipeline.filters import check_rules
+
+        check_rules(self.rules())
+        if self.decontaminate.enabled:
+            if not self.decontaminate.benchmarks:
+                raise ValueError("pipeline.decontaminate.benchmarks is empty; name the benchmarks to check against")
+            local = [b for b in self.decontaminate.benchmarks if not b.startswith("hub:")]
+            missing = [b for b in local if not Path(b).exists()]
+            if missing:
+                raise ValueError(f"pipeline.decontaminate.benchmarks: {missing} do not exist")
+
+
+@dataclass
+class ExecutorConfig:
+    kind: str = "local"
+    num_proc: Optional[int] = None  # datasets.map processes (local)
+    address: Optional[str] = None  # ray cluster address, e.g. "auto"; None starts a local Ray
+    batch_size: int = 1000
+
+    def validate(self) -> None:
+        if self.kind not in EXECUTOR_KINDS:
+            raise ValueError(f"executor.kind={self.kind!r}: choose one of {EXECUTOR_KINDS}")
+
+
+@dataclass
+class BuildConfig:
+    source: SourceConfig = field(default_factory=SourceConfig)
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
+    out: str = "data/out"
+    format: str = "arrow"  # arrow (save_to_disk) | parquet
+    stats: bool = True
+    plots: bool = True
+    push_to_hub: Optional[str] = None  # a repo id; pushed only when set
+
+    def validate(self) -> None:
+        if self.format not in OUTPUT_FORMATS:
+            raise ValueError(f"format={self.format!r}: choose one of {OUTPUT_FORMATS}")
+        self.source.validate()
+        self.pipeline.validate()
+        self.executor.validate()
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+ConfigStore.instance().store(name="build_schema", node=BuildConfig)

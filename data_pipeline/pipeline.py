@@ -1,0 +1,206 @@
+"""The build pipeline: source -> filters -> near-dedup -> decontamination -> sample -> output.
+
+Each stage is a small function from a Dataset to (kept Dataset, StageResult); the runner
+chains them through the `StageStore`, so a killed build resumes at the first unfinished
+stage and ends with the same output. Row accounting holds across the whole run:
+`input = kept + sum(dropped by reason)`, and `manifest.json` records it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from datasets import Dataset, Features, Value
+
+from data_pipeline.config import BuildConfig
+from data_pipeline.executors import Executor, make_executor
+from data_pipeline.filters import filter_batch
+from data_pipeline.sources import iter_records
+from data_pipeline.stages import StageResult, StageStore, fingerprint, split_by_reason
+
+log = logging.getLogger(__name__)
+
+FEATURES = Features({c: Value("string") for c in ("id", "before", "after", "instruction", "lang", "source", "meta")})
+
+
+def source_stage(cfg: BuildConfig, _: Dataset | None, executor: Executor) -> tuple[Dataset, StageResult]:
+    """Read the source; every raw row is kept or counted under a reason."""
+    counts: Counter[str] = Counter()
+    total = 0
+
+    def rows():
+        nonlocal total
+        for row, reason in iter_records(cfg.source):
+            total += 1
+            if row is None:
+                counts[reason] += 1
+            else:
+                yield row
+
+    with tempfile.TemporaryDirectory(prefix="editforge-source-") as cache:
+        ds = Dataset.from_generator(rows, features=FEATURES, cache_dir=cache, keep_in_memory=True)
+    ds = _dedupe_ids(ds, counts)
+    return ds, StageResult("source", input=total, kept=len(ds), dropped=dict(sorted(counts.items())))
+
+
+def _dedupe_ids(ds: Dataset, counts: Counter[str]) -> Dataset:
+    """Ids must be unique (dedup keeps the lowest id): a repeated id keeps its first row."""
+    seen: set[str] = set()
+    keep = []
+    for ident in ds["id"]:
+        keep.append(ident not in seen)
+        seen.add(ident)
+    repeats = keep.count(False)
+    if repeats:
+        counts["duplicate_id"] += repeats
+        ds = ds.select([i for i, k in enumerate(keep) if k])
+    return ds
+
+
+def filter_stage(cfg: BuildConfig, ds: Dataset, executor: Executor) -> tuple[Dataset, StageResult]:
+    rules = cfg.pipeline.rules()
+    marked = executor.map_batches(ds, filter_batch, {"rules": rules}, desc="Filtering")
+    kept, dropped = split_by_reason(marked)
+    return kept, StageResult("filter", input=len(ds), kept=len(kept), dropped=dropped, extra={"rules": rules})
+
+
+def dedup_stage(cfg: BuildConfig, ds: Dataset, executor: Executor) -> tuple[Dataset, StageResult]:
+    from data_pipeline.near_dedup import near_dedup
+
+    return near_dedup(ds, cfg.pipeline.dedup, executor)
+
+
+def decontam_stage(cfg: BuildConfig, ds: Dataset, executor: Executor) -> tuple[Dataset, StageResult]:
+    from data_pipeline.decontam import decontaminate
+
+    return decontaminate(ds, cfg.pipeline.decontaminate, cfg.pipeline.dedup, executor)
+
+
+def sample_stage(cfg: BuildConfig, ds: Dataset, executor: Executor) -> tuple[Dataset, StageResult]:
+    n = min(cfg.pipeline.sample or len(ds), len(ds))
+    kept = ds.shuffle(seed=cfg.pipeline.seed).select(range(n)).flatten_indices()
+    return kept, StageResult("sample", input=len(ds), kept=n, dropped={"not_sampled": len(ds) - n} if n < len(ds) else {})
+
+
+Stage = Callable[[BuildConfig, Any, Executor], tuple[Dataset, StageResult]]
+
+
+def planned_stages(cfg: BuildConfig) -> list[tuple[str, Stage, Any]]:
+    """(name, function, the config slice its output depends on), in order."""
+    p = cfg.pipeline
+    stages: list[tuple[str, Stage, Any]] = [("source", source_stage, cfg.source)]
+    if p.filters:
+        stages.append(("filter", filter_stage, p.rules()))
+    if p.dedup.enabled:
+        stages.append(("dedup", dedup_stage, p.dedup))
+    if p.decontaminate.enabled:
+        stages.append(("decontaminate", decontam_stage, (p.decontaminate, p.dedup)))
+    if p.sample is not None:
+        stages.append(("sample", sample_stage, (p.sample, p.seed)))
+    return stages
+
+
+def run_pipeline(cfg: BuildConfig) -> dict[str, Any]:
+    """Build `cfg.out`; returns the manifest. Finished stages of an earlier run are reused."""
+    cfg.validate()
+    out = Path(cfg.out)
+    store = StageStore(out)
+    executor = make_executor(cfg.executor.kind, cfg.executor.num_proc, cfg.executor.address, cfg.executor.batch_size)
+    results: list[StageResult] = []
+    ds: Dataset | None = None
+    key = ""
+    started = time.perf_counter()
+    try:
+        for index, (name, stage, depends_on) in enumerate(planned_stages(cfg)):
+            key = fingerprint(key, name, depends_on)
+            cached = store.load(index, name, key)
+            if cached is not None:
+                ds, result = cached
+                result.extra["resumed"] = True
+                log.info("stage %s: reused (%d kept)", name, result.kept)
+            else:
+                t0 = time.perf_counter()
+                ds, result = stage(cfg, ds, executor)
+                result.seconds = round(time.perf_counter() - t0, 3)
+                ds = store.save(index, name, key, ds, result)
+                log.info("stage %s: %d in, %d kept, dropped %s", name, result.input, result.kept, result.dropped)
+            results.append(result)
+    finally:
+        executor.close()
+    assert ds is not None
+    final = ds.sort("id")
+    manifest = build_manifest(cfg, results, seconds=time.perf_counter() - started)
+    write_output(cfg, final, manifest)
+    return manifest
+
+
+def build_manifest(cfg: BuildConfig, results: list[StageResult], seconds: float) -> dict[str, Any]:
+    from data_pipeline.versions import versions
+
+    dropped: Counter[str] = Counter()
+    for r in results:
+        for reason, n in r.dropped.items():
+            dropped[f"{r.name}:{reason}"] += n
+    manifest = {
+        "input": results[0].input,
+        "kept": results[-1].kept,
+        "dropped": dict(sorted(dropped.items())),
+        "stages": [r.__dict__ for r in results],
+        "config": cfg.as_dict(),
+        "versions": versions(),
+        "timings": {"total_seconds": round(seconds, 3), **{r.name: r.seconds for r in results}},
+    }
+    if cfg.pipeline.dedup.enabled:
+        from data_pipeline.near_dedup import minhash_config
+
+        manifest["minhash"] = minhash_config(cfg.pipeline.dedup).as_manifest()
+    if manifest["input"] != manifest["kept"] + sum(dropped.values()):
+        raise AssertionError(f"row accounting broken: {manifest['input']} in, {manifest['kept']} kept, {dropped}")
+    return manifest
+
+
+def write_output(cfg: BuildConfig, ds: Dataset, manifest: dict[str, Any]) -> None:
+    """Swap the finished dataset, manifest and statistics into `cfg.out` atomically."""
+    out = Path(cfg.out)
+    tmp = out / f".output.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    if cfg.format == "parquet":
+        ds.to_parquet(str(tmp / "data.parquet"))
+    else:
+        ds.save_to_disk(str(tmp / "dataset"))
+    if cfg.stats:
+        from data_pipeline.stats import write_statistics
+
+        manifest["stats"] = write_statistics(ds, tmp, plots=cfg.plots)
+    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str))
+    _install(tmp, out)
+    if cfg.push_to_hub:
+        ds.push_to_hub(cfg.push_to_hub)
+
+
+_OUTPUT_NAMES = ("dataset", "data.parquet", "manifest.json", "stats.json", "stats.md", "plots")
+
+
+def _install(tmp: Path, out: Path) -> None:
+    # Move every produced entry into place (replace = one rename per entry), then drop stale ones.
+    produced = {p.name for p in tmp.iterdir()}
+    for name in _OUTPUT_NAMES:
+        target = out / name
+        if name not in produced and target.exists():
+            shutil.rmtree(target) if target.is_dir() else target.unlink()
+    for entry in tmp.iterdir():
+        target = out / entry.name
+        if target.is_dir():
+            shutil.rmtree(target)
+        os.replace(entry, target)
+    tmp.rmdir()
