@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional  # noqa: UP035  (OmegaConf needs typing generics)
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
@@ -22,24 +22,24 @@ OUTPUT_FORMATS = ("arrow", "parquet")
 class GitOptions:
     first_parent: bool = True
     multi_file: str = "keep_one"  # keep_one (Commits2023FT) | drop (OctoPack) | keep_all
-    extensions: List[str] = field(default_factory=lambda: [".py"])
+    extensions: list[str] = field(default_factory=lambda: [".py"])
     max_file_bytes: int = 100_000
     include_merges: bool = False
-    max_commits: Optional[int] = None
+    max_commits: int | None = None
 
 
 @dataclass
 class SourceConfig:
     kind: str = "hub"
-    name: Optional[str] = None  # hub dataset id
-    subset: Optional[str] = None  # hub config, e.g. "python"
+    name: str | None = None  # hub dataset id
+    subset: str | None = None  # hub config, e.g. "python"
     split: str = "train"
     streaming: bool = True  # stream hub datasets instead of downloading them whole
-    paths: List[str] = field(default_factory=list)  # files: jsonl/json/parquet; disk: built folders
-    repos: List[str] = field(default_factory=list)  # git: local clones
-    columns: Dict[str, str] = field(default_factory=dict)  # raw column -> contract column
+    paths: list[str] = field(default_factory=list)  # files: jsonl/json/parquet; disk: built folders
+    repos: list[str] = field(default_factory=list)  # git: local clones
+    columns: dict[str, str] = field(default_factory=dict)  # raw column -> contract column
     max_bytes: int = 1_000_000  # larger before/after texts are dropped as oversized
-    limit: Optional[int] = None  # read at most this many raw rows
+    limit: int | None = None  # read at most this many raw rows
     lang: str = "python"
     git: GitOptions = field(default_factory=GitOptions)
 
@@ -65,7 +65,7 @@ class SourceConfig:
 @dataclass
 class FilterSpec:
     name: str = ""
-    params: Dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -82,7 +82,7 @@ class DedupOptions:
 class DecontamOptions:
     enabled: bool = True
     # CanItEdit-schema jsonl files, HumanEvalPack folders/files, or hub:ID[:SUBSET] entries.
-    benchmarks: List[str] = field(
+    benchmarks: list[str] = field(
         default_factory=lambda: ["hub:nuprl/CanItEdit", "hub:bigcode/humanevalpack:python"]
     )
     threshold: float = 0.5  # Jaccard of code shingles above which a row counts as a copy
@@ -92,10 +92,10 @@ class DecontamOptions:
 @dataclass
 class PipelineConfig:
     name: str = "editpackft"
-    filters: List[FilterSpec] = field(default_factory=list)
+    filters: list[FilterSpec] = field(default_factory=list)
     dedup: DedupOptions = field(default_factory=DedupOptions)
     decontaminate: DecontamOptions = field(default_factory=DecontamOptions)
-    sample: Optional[int] = None  # keep a random sample of this many rows (commits2023raw)
+    sample: int | None = None  # keep a random sample of this many rows (commits2023raw)
     seed: int = 0
 
     def rules(self) -> list[tuple[str, dict[str, Any]]]:
@@ -117,8 +117,8 @@ class PipelineConfig:
 @dataclass
 class ExecutorConfig:
     kind: str = "local"
-    num_proc: Optional[int] = None  # datasets.map processes (local)
-    address: Optional[str] = None  # ray cluster address, e.g. "auto"; None starts a local Ray
+    num_proc: int | None = None  # datasets.map processes (local)
+    address: str | None = None  # ray cluster address, e.g. "auto"; None starts a local Ray
     batch_size: int = 1000
 
     def validate(self) -> None:
@@ -135,7 +135,7 @@ class BuildConfig:
     format: str = "arrow"  # arrow (save_to_disk) | parquet
     stats: bool = True
     plots: bool = True
-    push_to_hub: Optional[str] = None  # a repo id; pushed only when set
+    push_to_hub: str | None = None  # a repo id; pushed only when set
 
     def validate(self) -> None:
         if self.format not in OUTPUT_FORMATS:

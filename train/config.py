@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any  # noqa: UP035  (OmegaConf needs typing generics)
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
