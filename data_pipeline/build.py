@@ -32,7 +32,9 @@ def to_build_config(cfg: DictConfig) -> BuildConfig:
 
 @hydra.main(version_base=None, config_path=str(CONFIG_DIR), config_name="build")
 def main(cfg: DictConfig) -> None:
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO, force=True)
+    logging.basicConfig(
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO, force=True
+    )
     manifest = run_pipeline(to_build_config(cfg))
     summary = {k: manifest[k] for k in ("input", "kept", "dropped")}
     log.info("wrote %s: %s", cfg.out, json.dumps(summary))

@@ -75,7 +75,8 @@ class DedupOptions:
     ngram: int = 5
     threshold: float = 0.7
     seed: int = 42
-    exact_check: bool = False
+    exact_check: bool = True  # confirm LSH candidates by exact Jaccard (precision ~1, recall kept high)
+    candidate_threshold: float | None = None  # LSH tuning; default threshold - 0.2 with exact_check
 
 
 @dataclass
@@ -107,7 +108,9 @@ class PipelineConfig:
         check_rules(self.rules())
         if self.decontaminate.enabled:
             if not self.decontaminate.benchmarks:
-                raise ValueError("pipeline.decontaminate.benchmarks is empty; name the benchmarks to check against")
+                raise ValueError(
+                    "pipeline.decontaminate.benchmarks is empty; name the benchmarks to check against"
+                )
             local = [b for b in self.decontaminate.benchmarks if not b.startswith("hub:")]
             missing = [b for b in local if not Path(b).exists()]
             if missing:

@@ -45,13 +45,20 @@ def _problem_texts(record: dict) -> tuple[list[str], list[str]]:
         instructions = [record.get(k) for k in ("instruction_descriptive", "instruction_lazy", "instruction")]
     elif "canonical_solution" in record:  # HumanEvalPack
         declaration = record.get("declaration") or record.get("prompt", "")
-        programs = [record.get("prompt", "") + record["canonical_solution"], declaration + record["canonical_solution"]]
+        programs = [
+            record.get("prompt", "") + record["canonical_solution"],
+            declaration + record["canonical_solution"],
+        ]
         if record.get("buggy_solution"):
             programs.append(declaration + record["buggy_solution"])
         instructions = [record.get("instruction")]
     else:
-        raise ValueError(f"benchmark record {str(record)[:80]}... has neither CanItEdit nor HumanEvalPack fields")
-    return [p for p in programs if p and p.strip()], [i for i in instructions if isinstance(i, str) and i.strip()]
+        raise ValueError(
+            f"benchmark record {str(record)[:80]}... has neither CanItEdit nor HumanEvalPack fields"
+        )
+    return [p for p in programs if p and p.strip()], [
+        i for i in instructions if isinstance(i, str) and i.strip()
+    ]
 
 
 def _hub_benchmark(entry: str) -> Benchmark:
@@ -100,14 +107,16 @@ class BenchmarkIndex:
             if bench.programs:
                 for sig in minhash_signatures(bench.programs, self.cfg):
                     key = str(len(self.owner))
-                    self.lsh.insert(key, LeanMinHash(seed=self.cfg.seed, hashvalues=sig))
+                    self.lsh.insert(
+                        key, LeanMinHash(seed=self.cfg.seed, hashvalues=sig, scheme=self.cfg.scheme)
+                    )
                     self.owner.append(bench.name)
                     self.signatures.append(sig)
             if opts.match_instructions:
                 self.instructions.update({normalize_instruction(i): bench.name for i in bench.instructions})
 
     def code_match(self, sig: np.ndarray) -> str | None:
-        for key in self.lsh.query(LeanMinHash(seed=self.cfg.seed, hashvalues=sig)):
+        for key in self.lsh.query(LeanMinHash(seed=self.cfg.seed, hashvalues=sig, scheme=self.cfg.scheme)):
             j = int(key)
             if float(np.mean(self.signatures[j] == sig)) >= self.threshold:
                 return self.owner[j]

@@ -31,7 +31,12 @@ class LocalExecutor:
     def map_batches(self, ds: Dataset, fn: BatchFn, fn_kwargs: dict[str, Any], desc: str) -> Dataset:
         num_proc = self.num_proc if self.num_proc and len(ds) >= 2 * self.batch_size else None
         return ds.map(
-            fn, batched=True, batch_size=self.batch_size, fn_kwargs=fn_kwargs, num_proc=num_proc, desc=desc,
+            fn,
+            batched=True,
+            batch_size=self.batch_size,
+            fn_kwargs=fn_kwargs,
+            num_proc=num_proc,
+            desc=desc,
             load_from_cache_file=False,
         )
 
@@ -39,12 +44,18 @@ class LocalExecutor:
         return None
 
 
-def _lists(batch: dict[str, Any]) -> dict[str, list]:
-    return {k: v.tolist() if hasattr(v, "tolist") else list(v) for k, v in batch.items()}
+def _call_on_lists(batch: Any, fn: BatchFn, fn_kwargs: dict[str, Any]) -> Any:
+    """A pyarrow.Table in, the same dict-of-lists as `datasets.map` to `fn`, a pyarrow.Table out."""
+    import numpy as np
+    import pyarrow as pa
 
-
-def _call_on_lists(batch: dict[str, Any], fn: BatchFn, fn_kwargs: dict[str, Any]) -> dict[str, list]:
-    return fn(_lists(batch), **fn_kwargs)
+    out = fn(batch.to_pydict(), **fn_kwargs)
+    columns = {}
+    for key, value in out.items():
+        if isinstance(value, np.ndarray) and value.ndim == 2:  # e.g. uint64 signatures: keep them lists
+            value = pa.FixedSizeListArray.from_arrays(value.reshape(-1), value.shape[1])
+        columns[key] = value
+    return pa.table(columns)
 
 
 class RayExecutor:
@@ -65,7 +76,9 @@ class RayExecutor:
         import ray
 
         if len(ds) == 0:
-            return Dataset.from_dict({k: [] for k in ds.column_names}).map(fn, batched=True, fn_kwargs=fn_kwargs)
+            return Dataset.from_dict({k: [] for k in ds.column_names}).map(
+                fn, batched=True, fn_kwargs=fn_kwargs
+            )
         table = ds.with_format("arrow")[:]
         rds = ray.data.from_arrow(table).map_batches(
             _call_on_lists,

@@ -45,7 +45,9 @@ def changed(row: dict, ignore_whitespace: bool = False) -> str | None:
     return None if before != after else "unchanged"
 
 
-def no_markers(row: dict, markers: Sequence[str] = ("TODO", "FIXME", "BUG"), whole_word: bool = True) -> str | None:
+def no_markers(
+    row: dict, markers: Sequence[str] = ("TODO", "FIXME", "BUG"), whole_word: bool = True
+) -> str | None:
     """EditPackFT: 'after' has no TODO/FIXME/BUG. Whole words by default, so DEBUG stays."""
     if whole_word:
         pattern = r"\b(?:" + "|".join(re.escape(m) for m in markers) + r")\b"
@@ -88,7 +90,9 @@ def check_rules(rules: Sequence[tuple[str, dict[str, Any]]]) -> None:
         accepted = set(inspect.signature(RULES[name]).parameters) - {"row"}
         unknown = set(params) - accepted
         if unknown:
-            raise ValueError(f"filter rule {name!r} has no parameter(s) {sorted(unknown)}; it takes {sorted(accepted)}")
+            raise ValueError(
+                f"filter rule {name!r} has no parameter(s) {sorted(unknown)}; it takes {sorted(accepted)}"
+            )
 
 
 def apply_rules(row: dict, rules: Sequence[tuple[str, dict[str, Any]]]) -> tuple[bool, str]:

@@ -10,7 +10,7 @@ import numpy as np
 from datasets import Dataset
 
 from data_pipeline.config import DedupOptions
-from data_pipeline.dedup import MinHashConfig, dedup_text, find_duplicates, minhash_signatures
+from data_pipeline.dedup import MinHashConfig, dedup_text, find_duplicates, signature_batch
 from data_pipeline.executors import Executor
 from data_pipeline.stages import StageResult
 
@@ -19,25 +19,26 @@ SIGNATURE_COLUMN = "minhash"
 
 def minhash_config(opts: DedupOptions) -> MinHashConfig:
     return MinHashConfig(
-        num_perm=opts.num_perm, ngram=opts.ngram, threshold=opts.threshold, seed=opts.seed,
+        num_perm=opts.num_perm,
+        ngram=opts.ngram,
+        threshold=opts.threshold,
+        seed=opts.seed,
         exact_check=opts.exact_check,
+        candidate_threshold=opts.candidate_threshold,
     )
-
-
-def signature_batch(batch: dict[str, list], cfg: MinHashConfig, fields: tuple[str, ...]) -> dict[str, list]:
-    """Adds the MinHash signature of the concatenated `fields` of each row."""
-    if fields == ("before", "after"):
-        texts = [dedup_text({"before": b, "after": a}) for b, a in zip(batch["before"], batch["after"], strict=True)]
-    else:
-        texts = ["\n".join(parts) for parts in zip(*(batch[f] for f in fields), strict=True)]
-    return {**batch, SIGNATURE_COLUMN: minhash_signatures(texts, cfg).tolist()}
 
 
 def signatures(ds: Dataset, cfg: MinHashConfig, executor: Executor, fields: tuple[str, ...]) -> np.ndarray:
     signed = executor.map_batches(
-        ds.select_columns(["id", *fields]), signature_batch, {"cfg": cfg, "fields": fields}, desc="MinHash signatures"
+        ds.select_columns(["id", *fields]),
+        signature_batch,
+        {"cfg": cfg, "fields": fields},
+        desc="MinHash signatures",
     )
-    return np.asarray(signed[SIGNATURE_COLUMN], dtype=np.uint64).reshape(len(ds), cfg.num_perm)
+    # datasets reads uint64 lists back as Python ints; the bits are what matter.
+    return np.asarray(signed.with_format("numpy")[SIGNATURE_COLUMN], dtype=np.uint64).reshape(
+        len(ds), cfg.num_perm
+    )
 
 
 def near_dedup(ds: Dataset, opts: DedupOptions, executor: Executor) -> tuple[Dataset, StageResult]:
@@ -56,5 +57,9 @@ def near_dedup(ds: Dataset, opts: DedupOptions, executor: Executor) -> tuple[Dat
         "pairs_rejected_by_exact_check": result.n_pairs_rejected_by_exact_check,
     }
     return kept, StageResult(
-        "dedup", input=len(ds), kept=len(kept), dropped={"near_duplicate": removed} if removed else {}, extra=extra
+        "dedup",
+        input=len(ds),
+        kept=len(kept),
+        dropped={"near_duplicate": removed} if removed else {},
+        extra=extra,
     )

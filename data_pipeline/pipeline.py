@@ -29,7 +29,9 @@ from data_pipeline.stages import StageResult, StageStore, fingerprint, split_by_
 
 log = logging.getLogger(__name__)
 
-FEATURES = Features({c: Value("string") for c in ("id", "before", "after", "instruction", "lang", "source", "meta")})
+FEATURES = Features(
+    {c: Value("string") for c in ("id", "before", "after", "instruction", "lang", "source", "meta")}
+)
 
 
 def source_stage(cfg: BuildConfig, _: Dataset | None, executor: Executor) -> tuple[Dataset, StageResult]:
@@ -88,7 +90,9 @@ def decontam_stage(cfg: BuildConfig, ds: Dataset, executor: Executor) -> tuple[D
 def sample_stage(cfg: BuildConfig, ds: Dataset, executor: Executor) -> tuple[Dataset, StageResult]:
     n = min(cfg.pipeline.sample or len(ds), len(ds))
     kept = ds.shuffle(seed=cfg.pipeline.seed).select(range(n)).flatten_indices()
-    return kept, StageResult("sample", input=len(ds), kept=n, dropped={"not_sampled": len(ds) - n} if n < len(ds) else {})
+    return kept, StageResult(
+        "sample", input=len(ds), kept=n, dropped={"not_sampled": len(ds) - n} if n < len(ds) else {}
+    )
 
 
 Stage = Callable[[BuildConfig, Any, Executor], tuple[Dataset, StageResult]]
@@ -114,7 +118,9 @@ def run_pipeline(cfg: BuildConfig) -> dict[str, Any]:
     cfg.validate()
     out = Path(cfg.out)
     store = StageStore(out)
-    executor = make_executor(cfg.executor.kind, cfg.executor.num_proc, cfg.executor.address, cfg.executor.batch_size)
+    executor = make_executor(
+        cfg.executor.kind, cfg.executor.num_proc, cfg.executor.address, cfg.executor.batch_size
+    )
     results: list[StageResult] = []
     ds: Dataset | None = None
     key = ""
@@ -132,7 +138,9 @@ def run_pipeline(cfg: BuildConfig) -> dict[str, Any]:
                 ds, result = stage(cfg, ds, executor)
                 result.seconds = round(time.perf_counter() - t0, 3)
                 ds = store.save(index, name, key, ds, result)
-                log.info("stage %s: %d in, %d kept, dropped %s", name, result.input, result.kept, result.dropped)
+                log.info(
+                    "stage %s: %d in, %d kept, dropped %s", name, result.input, result.kept, result.dropped
+                )
             results.append(result)
     finally:
         executor.close()
@@ -164,7 +172,9 @@ def build_manifest(cfg: BuildConfig, results: list[StageResult], seconds: float)
 
         manifest["minhash"] = minhash_config(cfg.pipeline.dedup).as_manifest()
     if manifest["input"] != manifest["kept"] + sum(dropped.values()):
-        raise AssertionError(f"row accounting broken: {manifest['input']} in, {manifest['kept']} kept, {dropped}")
+        raise AssertionError(
+            f"row accounting broken: {manifest['input']} in, {manifest['kept']} kept, {dropped}"
+        )
     return manifest
 
 

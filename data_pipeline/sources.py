@@ -54,7 +54,11 @@ _READERS = {".jsonl": _jsonl, ".json": _json, ".parquet": _parquet}
 def _files(paths: list[str]) -> Iterator[Raw]:
     for root in paths:
         root_path = Path(root)
-        files = sorted(p for p in root_path.rglob("*") if p.suffix in _READERS) if root_path.is_dir() else [root_path]
+        files = (
+            sorted(p for p in root_path.rglob("*") if p.suffix in _READERS)
+            if root_path.is_dir()
+            else [root_path]
+        )
         for path in files:
             reader = _READERS.get(path.suffix)
             if reader is None:
@@ -98,8 +102,12 @@ def _git(cfg: SourceConfig) -> Iterator[Raw]:
 
 def iter_raw(cfg: SourceConfig) -> Iterator[Raw]:
     """Every raw row of the source (up to `cfg.limit`)."""
-    rows = {"hub": lambda: _hub(cfg), "files": lambda: _files(cfg.paths), "disk": lambda: _disk(cfg.paths),
-            "git": lambda: _git(cfg)}[cfg.kind]()
+    rows = {
+        "hub": lambda: _hub(cfg),
+        "files": lambda: _files(cfg.paths),
+        "disk": lambda: _disk(cfg.paths),
+        "git": lambda: _git(cfg),
+    }[cfg.kind]()
     for i, item in enumerate(rows):
         if cfg.limit is not None and i >= cfg.limit:
             return

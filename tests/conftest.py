@@ -53,3 +53,16 @@ def python_cmd() -> list[str]:
 
 def torchrun_cmd(nproc: int = 2) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc)]
+
+
+def compose_build(overrides: list[str]):
+    """Compose configs/build.yaml with `overrides`, as `python -m data_pipeline.build` does."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    import data_pipeline.config  # noqa: F401  (registers the structured schema)
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(REPO / "configs"), version_base=None):
+        return hydra_compose(config_name="build", overrides=overrides)

@@ -16,8 +16,16 @@ def _reason(rule: str, params: dict | None = None, **row) -> str:
 
 @pytest.mark.parametrize(
     "subject, keep",
-    [("Add retries to the client", True), ("fix typo", True), ("Refactor: split module", True),
-     ("Added retries", False), ("Fixes #12", False), ("Parser cleanup", False), ("", False), ("WIP", False)],
+    [
+        ("Add retries to the client", True),
+        ("fix typo", True),
+        ("Refactor: split module", True),
+        ("Added retries", False),
+        ("Fixes #12", False),
+        ("Parser cleanup", False),
+        ("", False),
+        ("WIP", False),
+    ],
 )
 def test_imperative_subject(subject, keep):
     assert starts_with_imperative(subject) is keep

@@ -11,15 +11,29 @@ from data_pipeline.config import SourceConfig
 from data_pipeline.normalize import COMMITPACKFT_COLUMNS, normalize_row
 from data_pipeline.sources import iter_records
 
-CPFT = {"commit": "abc", "old_file": "a.py", "new_file": "a.py", "old_contents": "x = 1\n",
-        "new_contents": "x = 2\n", "subject": "Bump x", "message": "Bump x\n\nBecause.", "lang": "Python",
-        "license": "mit", "repos": "o/r"}
+CPFT = {
+    "commit": "abc",
+    "old_file": "a.py",
+    "new_file": "a.py",
+    "old_contents": "x = 1\n",
+    "new_contents": "x = 2\n",
+    "subject": "Bump x",
+    "message": "Bump x\n\nBecause.",
+    "lang": "Python",
+    "license": "mit",
+    "repos": "o/r",
+}
 
 
 def test_commitpackft_rows_map_onto_the_contract():
     row, reason = normalize_row(CPFT, COMMITPACKFT_COLUMNS, "bigcode/commitpackft", 0)
     assert reason == ""
-    assert (row["before"], row["after"], row["instruction"], row["lang"]) == ("x = 1\n", "x = 2\n", "Bump x", "python")
+    assert (row["before"], row["after"], row["instruction"], row["lang"]) == (
+        "x = 1\n",
+        "x = 2\n",
+        "Bump x",
+        "python",
+    )
     assert row["id"] == "bigcode/commitpackft:abc:a.py"
     meta = json.loads(row["meta"])
     assert meta["message"] == "Bump x\n\nBecause." and meta["repos"] == "o/r"
@@ -40,17 +54,28 @@ def test_bad_rows_are_dropped_with_reasons(tmp_path):
     path.write_bytes(("\n".join(lines) + "\n").encode() + b"\xff\xfe not json\n")
     results = list(iter_records(SourceConfig(kind="files", paths=[str(path)])))
     reasons = [r for _, r in results]
-    assert reasons == ["", "missing_field", "missing_field", "binary", "wrong_type", "broken_json",
-                       "not_a_record", "oversized", "broken_json"]
+    assert reasons == [
+        "",
+        "missing_field",
+        "missing_field",
+        "binary",
+        "wrong_type",
+        "broken_json",
+        "not_a_record",
+        "oversized",
+        "broken_json",
+    ]
 
 
 def test_undecodable_bytes_and_binary_blobs_in_parquet(tmp_path):
-    table = pa.table({
-        "old_contents": [b"x = 1\n", b"\xff\xfe\xfa", b"PK\x03\x04\x00\x00"],
-        "new_contents": [b"x = 2\n", b"y = 1\n", b"y = 1\n"],
-        "subject": ["Bump x", "Bump y", "Bump z"],
-        "commit": ["c1", "c2", "c3"],
-    })
+    table = pa.table(
+        {
+            "old_contents": [b"x = 1\n", b"\xff\xfe\xfa", b"PK\x03\x04\x00\x00"],
+            "new_contents": [b"x = 2\n", b"y = 1\n", b"y = 1\n"],
+            "subject": ["Bump x", "Bump y", "Bump z"],
+            "commit": ["c1", "c2", "c3"],
+        }
+    )
     pq.write_table(table, tmp_path / "raw.parquet")
     results = list(iter_records(SourceConfig(kind="files", paths=[str(tmp_path)])))
     assert [r for _, r in results] == ["", "not_utf8", "binary"]

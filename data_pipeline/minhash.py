@@ -1,0 +1,317 @@
+"""MinHash signatures of code, datasketch-compatible and fast enough for millions of files.
+
+A document becomes a set of shingles, and each shingle one 64-bit hash:
+
+- **Tokens** are runs of word characters (ASCII letters, digits, ``_`` and any non-ASCII
+  character) and single ASCII punctuation characters; ASCII whitespace only separates.
+  Punctuation and numbers are kept: in code they carry meaning (``a[i] = 0`` vs ``a(i) == 0``).
+- **Shingles** are the ``ngram``-token windows. A document with fewer tokens than ``ngram``
+  (including an empty one) has one shingle, its whole token sequence, so short documents
+  that differ do not share a signature, and only identical token sequences collide.
+- **Shingle hash**: ``xxh64`` (seed 0) of the little-endian concatenation of the
+  ``xxh64`` digests (seed 0) of the shingle's UTF-8 tokens; see :func:`shingle_hash`.
+
+The signature is exactly what ``datasketch.MinHash(num_perm, seed=seed, scheme=scheme,
+hashfunc=shingle_hash)`` gives after ``update_batch(shingles(text, ngram))``. The fast path
+computes it in one numba kernel per batch: it hashes every token once, combines token
+hashes into shingle hashes, and applies datasketch's own permutations.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import struct
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import datasketch
+import numpy as np
+import xxhash
+from numba import njit
+
+# "affine64" (datasketch >= 2.0): 64-bit input hashes, fmix64 pre-mix, a*h+b mod 2^64 with
+# odd a. It matches our 64-bit shingle hashes; "affine32" would truncate them and "legacy"
+# is biased on large sets.
+SCHEME = "affine64"
+
+_TOKEN_RE = re.compile(r"[A-Za-z0-9_\u0080-\U0010FFFF]+|[^ \t\n\r\f\v]")
+
+
+@functools.cache
+def _optimal_bands_rows(threshold: float, num_perm: int) -> tuple[int, int]:
+    lsh = datasketch.MinHashLSH(threshold=threshold, num_perm=num_perm)
+    return lsh.b, lsh.r
+
+
+@functools.cache
+def _permutations(num_perm: int, seed: int, scheme: str) -> tuple[np.ndarray, np.ndarray]:
+    # Taken from datasketch itself so that our signatures match its MinHash bit for bit.
+    a, b = datasketch.MinHash(num_perm=num_perm, seed=seed, scheme=scheme).permutations
+    return np.ascontiguousarray(a, dtype=np.uint64), np.ascontiguousarray(b, dtype=np.uint64)
+
+
+@dataclass(frozen=True)
+class MinHashConfig:
+    """MinHash and LSH parameters; every field changes which documents count as duplicates."""
+
+    num_perm: int = 256
+    ngram: int = 5
+    threshold: float = 0.7
+    seed: int = 42
+    scheme: str = SCHEME
+    exact_check: bool = False
+    # LSH bands are tuned for this Jaccard; default: the threshold, or 0.2 below it with
+    # exact_check, so pairs at the threshold are nearly always candidates (recall) and the
+    # exact check removes the extra candidates (precision).
+    candidate_threshold: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.scheme != SCHEME:
+            raise ValueError(
+                f"scheme={self.scheme!r} is not supported: shingle hashes are 64-bit, use scheme={SCHEME!r}"
+            )
+        if self.num_perm < 2 or self.ngram < 1 or not 0.0 < self.threshold <= 1.0:
+            raise ValueError(
+                f"need num_perm >= 2, ngram >= 1 and 0 < threshold <= 1, got {self.num_perm}, "
+                f"{self.ngram}, {self.threshold}"
+            )
+        if self.candidate_threshold is not None and not 0.0 < self.candidate_threshold <= self.threshold:
+            raise ValueError(f"need 0 < candidate_threshold <= threshold, got {self.candidate_threshold}")
+
+    def lsh_threshold(self) -> float:
+        if self.candidate_threshold is not None:
+            return self.candidate_threshold
+        return max(round(self.threshold - 0.2, 4), 0.05) if self.exact_check else self.threshold
+
+    def bands_rows(self) -> tuple[int, int]:
+        """(bands, rows) that datasketch's MinHashLSH picks for the LSH threshold and num_perm."""
+        return _optimal_bands_rows(self.lsh_threshold(), self.num_perm)
+
+    def as_manifest(self) -> dict:
+        """The parameters a manifest must record to make a dedup run reproducible."""
+        bands, rows = self.bands_rows()
+        return {
+            **asdict(self),
+            "bands": bands,
+            "rows": rows,
+            "lsh_threshold": self.lsh_threshold(),
+            "hash": "xxh64(le64 token xxh64 digests)",
+            "datasketch_version": datasketch.__version__,
+        }
+
+
+def tokenize(text: str) -> list[str]:
+    """Code tokens: word runs and single punctuation characters (reference implementation)."""
+    return _TOKEN_RE.findall(text)
+
+
+def shingles(text: str, ngram: int) -> list[tuple[str, ...]]:
+    """The ``ngram``-token windows of ``text``, or its whole token sequence when shorter."""
+    tokens = tokenize(text)
+    if len(tokens) < ngram:
+        return [tuple(tokens)]
+    return [tuple(tokens[i : i + ngram]) for i in range(len(tokens) - ngram + 1)]
+
+
+def shingle_hash(shingle: Sequence[str]) -> int:
+    """64-bit hash of one shingle: the reference for the numba kernel and the datasketch hashfunc."""
+    words = [xxhash.xxh64_intdigest(t.encode("utf-8", "surrogatepass")) for t in shingle]
+    return xxhash.xxh64_intdigest(struct.pack(f"<{len(words)}Q", *words))
+
+
+def _encode(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """All texts as one UTF-8 buffer plus offsets, so one kernel call covers the batch."""
+    encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
+
+
+def minhash_signatures(texts: Sequence[str], cfg: MinHashConfig) -> np.ndarray:
+    """(len(texts), num_perm) uint64 signatures; a pure function of its arguments.
+
+    Each row depends only on its own text, so any split into batches (``datasets.map``,
+    Ray ``map_batches``) gives the same rows.
+    """
+    buf, offsets = _encode(texts)
+    a, b = _permutations(cfg.num_perm, cfg.seed, cfg.scheme)
+    out = np.empty((len(texts), cfg.num_perm), dtype=np.uint64)
+    _signatures_kernel(buf, offsets, cfg.ngram, a, b, out)
+    return out
+
+
+def shingle_sets(texts: Sequence[str], ngram: int) -> list[np.ndarray]:
+    """Sorted unique shingle hashes of each text, for exact Jaccard checks."""
+    buf, offsets = _encode(texts)
+    hashes, bounds = _shingle_hashes_kernel(buf, offsets, ngram)
+    return [np.unique(hashes[bounds[i] : bounds[i + 1]]) for i in range(len(texts))]
+
+
+# ---- numba kernels: xxh64 (https://github.com/Cyan4973/xxHash/blob/dev/doc/xxhash_spec.md) ----
+
+_P1 = np.uint64(0x9E3779B185EBCA87)
+_P2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_P3 = np.uint64(0x165667B19E3779F9)
+_P4 = np.uint64(0x85EBCA77C2B2AE63)
+_P5 = np.uint64(0x27D4EB2F165667C5)
+_FMIX1 = np.uint64(0xFF51AFD7ED558CCD)
+_FMIX2 = np.uint64(0xC4CEB9FE1A85EC53)
+_MAX = np.uint64(0xFFFFFFFFFFFFFFFF)
+_U0 = np.uint64(0)
+_S = tuple(np.uint64(s) for s in range(65))  # shift counts typed uint64 keep numba in uint64
+# Byte classes: 0 whitespace (separates), 1 word character, 2 single-character token.
+_CLASS = np.full(256, 2, dtype=np.uint8)
+_CLASS[[ord(c) for c in " \t\n\r\f\v"]] = 0
+_CLASS[
+    [ord(c) for c in "_0123456789"] + list(range(65, 91)) + list(range(97, 123)) + list(range(128, 256))
+] = 1
+
+
+@njit(inline="always")
+def _rotl(x, r):
+    return (x << _S[r]) | (x >> _S[64 - r])
+
+
+@njit(inline="always")
+def _round(acc, lane):
+    return _rotl(acc + lane * _P2, 31) * _P1
+
+
+@njit(inline="always")
+def _merge(acc, v):
+    return (acc ^ _round(_U0, v)) * _P1 + _P4
+
+
+@njit(inline="always")
+def _avalanche(h):
+    h = (h ^ (h >> _S[33])) * _P2
+    h = (h ^ (h >> _S[29])) * _P3
+    return h ^ (h >> _S[32])
+
+
+@njit(inline="always")
+def _read_le(buf, pos, nbytes):
+    v = _U0
+    for k in range(nbytes):
+        v |= np.uint64(buf[pos + k]) << _S[8 * k]
+    return v
+
+
+@njit(inline="always")
+def _tail8(h, lane):
+    return _rotl(h ^ _round(_U0, lane), 27) * _P1 + _P4
+
+
+@njit(cache=True)
+def _xxh64_bytes(buf, start, end):
+    """xxh64, seed 0, of buf[start:end] (tokens are short: stripes are rare)."""
+    n = end - start
+    p = start
+    if n >= 32:
+        v1, v2, v3, v4 = _P1 + _P2, _P2, _U0, _U0 - _P1
+        while p + 32 <= end:
+            v1 = _round(v1, _read_le(buf, p, 8))
+            v2 = _round(v2, _read_le(buf, p + 8, 8))
+            v3 = _round(v3, _read_le(buf, p + 16, 8))
+            v4 = _round(v4, _read_le(buf, p + 24, 8))
+            p += 32
+        h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
+        h = _merge(_merge(_merge(_merge(h, v1), v2), v3), v4)
+    else:
+        h = _P5
+    h += np.uint64(n)
+    while p + 8 <= end:
+        h = _tail8(h, _read_le(buf, p, 8))
+        p += 8
+    if p + 4 <= end:
+        h = _rotl(h ^ (_read_le(buf, p, 4) * _P1), 23) * _P2 + _P3
+        p += 4
+    while p < end:
+        h = _rotl(h ^ (np.uint64(buf[p]) * _P5), 11) * _P1
+        p += 1
+    return _avalanche(h)
+
+
+@njit(cache=True)
+def _xxh64_words(words, start, count):
+    """xxh64, seed 0, of words[start:start+count] packed as little-endian bytes."""
+    p, end = start, start + count
+    if count >= 4:
+        v1, v2, v3, v4 = _P1 + _P2, _P2, _U0, _U0 - _P1
+        while p + 4 <= end:
+            v1 = _round(v1, words[p])
+            v2 = _round(v2, words[p + 1])
+            v3 = _round(v3, words[p + 2])
+            v4 = _round(v4, words[p + 3])
+            p += 4
+        h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
+        h = _merge(_merge(_merge(_merge(h, v1), v2), v3), v4)
+    else:
+        h = _P5
+    h += np.uint64(8 * count)
+    while p < end:
+        h = _tail8(h, words[p])
+        p += 1
+    return _avalanche(h)
+
+
+@njit(cache=True)
+def _doc_shingles(buf, start, end, ngram, tokens, out):
+    """Write the shingle hashes of buf[start:end] into out; return how many."""
+    ntok = 0
+    p = start
+    while p < end:
+        c = _CLASS[buf[p]]
+        if c == 0:
+            p += 1
+            continue
+        q = p + 1
+        if c == 1:
+            while q < end and _CLASS[buf[q]] == 1:
+                q += 1
+        tokens[ntok] = _xxh64_bytes(buf, p, q)
+        ntok += 1
+        p = q
+    if ntok < ngram:
+        out[0] = _xxh64_words(tokens, 0, ntok)
+        return 1
+    for i in range(ntok - ngram + 1):
+        out[i] = _xxh64_words(tokens, i, ngram)
+    return ntok - ngram + 1
+
+
+@njit(cache=True)
+def _signatures_kernel(buf, offsets, ngram, a, b, out):
+    num_perm = a.shape[0]
+    longest = 0
+    for d in range(offsets.shape[0] - 1):
+        longest = max(longest, offsets[d + 1] - offsets[d])
+    tokens = np.empty(longest + 1, dtype=np.uint64)
+    hashes = np.empty(longest + 1, dtype=np.uint64)
+    mins = np.empty(num_perm, dtype=np.uint64)
+    for d in range(offsets.shape[0] - 1):
+        n = _doc_shingles(buf, offsets[d], offsets[d + 1], ngram, tokens, hashes)
+        mins[:] = _MAX
+        for i in range(n):
+            # datasketch affine64: fmix64 pre-mix, then a*h+b mod 2^64 per permutation.
+            h = hashes[i]
+            h = (h ^ (h >> _S[33])) * _FMIX1
+            h = (h ^ (h >> _S[33])) * _FMIX2
+            h = h ^ (h >> _S[33])
+            for j in range(num_perm):
+                mins[j] = min(mins[j], a[j] * h + b[j])
+        out[d, :] = mins
+
+
+@njit(cache=True)
+def _shingle_hashes_kernel(buf, offsets, ngram):
+    ndocs = offsets.shape[0] - 1
+    bounds = np.zeros(ndocs + 1, dtype=np.int64)
+    tokens = np.empty(buf.shape[0] + 1, dtype=np.uint64)
+    hashes = np.empty(buf.shape[0] + ndocs, dtype=np.uint64)
+    for d in range(ndocs):
+        start = bounds[d]
+        n = _doc_shingles(buf, offsets[d], offsets[d + 1], ngram, tokens, hashes[start:])
+        bounds[d + 1] = start + n
+    return hashes[: bounds[ndocs]], bounds
