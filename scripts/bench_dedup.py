@@ -226,7 +226,9 @@ def main() -> None:
     lsh_only = replace(cfg, exact_check=False)
     rows = synthetic_corpus(args.docs, args.seed, args.dup_fraction, args.max_edits)
     ids, texts = [r["id"] for r in rows], [dedup_text(r) for r in rows]
-    find_duplicates(ids[:8], minhash_signatures(texts[:8], cfg), cfg, texts[:8])  # numba compile or cache load
+    find_duplicates(
+        ids[:8], minhash_signatures(texts[:8], cfg), cfg, texts[:8]
+    )  # numba compile or cache load
 
     # Best of --repeat for every figure, ours and baselines alike: the machine may be shared.
     ours = min(

@@ -112,7 +112,9 @@ def build(raw: Path, out: Path, *extra: str):
             *extra,
         ]
     )
-    return run_pipeline(to_build_config(cfg))
+    manifest = run_pipeline(to_build_config(cfg))
+    assert manifest["input"] == manifest["kept"] + sum(manifest["dropped"].values())
+    return manifest
 
 
 def _rows(out: Path) -> list[dict]:
@@ -151,6 +153,43 @@ def test_output_feeds_training_directly(tmp_path):
     assert not (tmp_path / "out" / "data.parquet").exists()
     splits = load_edit_splits(DataConfig(path=str(tmp_path / "out"), val_size=0))
     assert len(splits.train) == 60
+
+    from conftest import app_config
+
+    from train.sft_run import SFTRun
+
+    app, resolved = app_config(
+        [
+            "recipe=tiny",
+            f"data.path={tmp_path / 'out'}",
+            f"run.output_dir={tmp_path / 'run'}",
+            "run.max_steps=2",
+            "run.report_to=none",
+            "recipe.max_length=1024",
+        ]
+    )
+    run = SFTRun(app, resolved)
+    run.setup()
+    run.train()
+    assert (run.save() / "model.safetensors").exists()
+
+
+def test_the_combined_build_deduplicates_across_builds(tmp_path):
+    write_corpus(tmp_path / "raw.jsonl")
+    first = build(tmp_path / "raw.jsonl", tmp_path / "a")
+    (tmp_path / "copy.jsonl").write_text((tmp_path / "raw.jsonl").read_text().replace('"g0', '"k0'))
+    second = build(tmp_path / "copy.jsonl", tmp_path / "b")
+    combined = build(
+        tmp_path / "unused",
+        tmp_path / "ab",
+        "pipeline=editpackft+commits2023ft",
+        "source=disk",
+        f"source.paths=[{tmp_path / 'a' / 'dataset'},{tmp_path / 'b' / 'dataset'}]",
+    )
+    assert combined["input"] == first["kept"] + second["kept"]
+    # The renamed copies are exact duplicates across the two builds: one of each pair stays.
+    assert combined["kept"] == first["kept"]
+    assert combined["dropped"] == {"dedup:near_duplicate": second["kept"]}
 
 
 def test_a_build_killed_midway_resumes_with_the_same_output(tmp_path):
