@@ -70,14 +70,19 @@ class PromptFormat:
 class ChatFormat(PromptFormat):
     """Chat models: the tokenizer's chat template, the PythonEditGPT system prompt, fenced code."""
 
-    def prompt(self, before: str, instruction: str, tokenizer: Any = None) -> str:
-        if tokenizer is None or getattr(tokenizer, "chat_template", None) is None:
-            raise ValueError(f"prompt_format={self.name!r} needs a tokenizer with a chat template")
-        messages = [
+    def messages(self, before: str, instruction: str) -> list[dict[str, str]]:
+        """The conversation, for chat APIs that take messages rather than text."""
+        return [
             {"role": "system", "content": CHAT_SYSTEM_PROMPT},
             {"role": "user", "content": self.template.format(before=before, instruction=instruction)},
         ]
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def prompt(self, before: str, instruction: str, tokenizer: Any = None) -> str:
+        if tokenizer is None or getattr(tokenizer, "chat_template", None) is None:
+            raise ValueError(f"prompt_format={self.name!r} needs a tokenizer with a chat template")
+        return tokenizer.apply_chat_template(
+            self.messages(before, instruction), tokenize=False, add_generation_prompt=True
+        )
 
     def extract(self, generated: str) -> str:
         block = first_fenced_block(generated)

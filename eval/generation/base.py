@@ -1,0 +1,67 @@
+"""What every generation backend takes and returns.
+
+A backend gets `GenerationRequest`s (a problem, a split and the prompt built in the
+model's format) and yields `(request, completions)` as soon as a request's completions
+exist, so the runner can append them to samples.jsonl before the next batch starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from eval.problems import Problem
+from train.formats import PromptFormat
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    problem: Problem
+    split: str
+    prompt: str  # text prompt (chat models: the rendered template, or "" when the backend takes messages)
+    messages: tuple[tuple[str, str], ...] = ()  # (role, content), for chat APIs
+
+    @property
+    def instruction(self) -> str:
+        return self.problem.instructions[self.split]
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    temperature: float = 0.2
+    top_p: float = 0.95
+    max_new_tokens: int = 1024
+    stop: tuple[str, ...] = ()
+    seed: int = 0
+
+
+class Generator(Protocol):
+    name: str
+
+    def generate(
+        self, requests: Sequence[GenerationRequest], n: int, sampling: SamplingConfig
+    ) -> Iterator[tuple[GenerationRequest, list[str]]]: ...
+
+    def close(self) -> None: ...
+
+
+def make_generator(kind: str, fmt: PromptFormat, options: dict[str, Any]) -> Generator:
+    """`kind` is reference | identity | hf | vllm | openai; `options` are the backend's own settings."""
+    if kind in ("reference", "identity"):
+        from eval.generation.oracle import OracleGenerator
+
+        return OracleGenerator(kind, fmt)
+    if kind == "hf":
+        from eval.generation.hf import HFGenerator
+
+        return HFGenerator(**options)
+    if kind == "vllm":
+        from eval.generation.vllm import VLLMGenerator
+
+        return VLLMGenerator(**options)
+    if kind == "openai":
+        from eval.generation.openai import OpenAIGenerator
+
+        return OpenAIGenerator(**options)
+    raise ValueError(f"unknown generation backend {kind!r}; choose hf, vllm, openai, reference or identity")

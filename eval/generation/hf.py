@@ -1,0 +1,68 @@
+"""transformers `generate`: the CPU fallback and the reference implementation of sampling."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from eval.generation.base import GenerationRequest, SamplingConfig
+
+
+class HFGenerator:
+    name = "hf"
+
+    def __init__(
+        self,
+        path: str,
+        batch_size: int = 4,
+        dtype: str = "auto",
+        device: str | None = None,
+        trust_remote_code: bool = False,
+    ):
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+        self.tokenizer.padding_side = (
+            "left"  # decoder-only: pad on the left so every prompt ends at the same column
+        )
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        torch_dtype = {"auto": "auto", "bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[
+            dtype
+        ]
+        self.model = AutoModelForCausalLM.from_pretrained(
+            path, dtype=torch_dtype, trust_remote_code=trust_remote_code
+        )
+        self.model.to(self.device).eval()
+        self.model.generation_config.pad_token_id = self.tokenizer.pad_token_id
+        self.batch_size = batch_size
+
+    def generate(
+        self, requests: Sequence[GenerationRequest], n: int, sampling: SamplingConfig
+    ) -> Iterator[tuple[GenerationRequest, list[str]]]:
+        torch.manual_seed(sampling.seed)
+        for start in range(0, len(requests), self.batch_size):
+            batch = list(requests[start : start + self.batch_size])
+            inputs = self.tokenizer([r.prompt for r in batch], return_tensors="pt", padding=True).to(
+                self.device
+            )
+            sample = sampling.temperature > 0
+            with torch.no_grad():
+                out = self.model.generate(
+                    **inputs,
+                    do_sample=sample,
+                    temperature=sampling.temperature if sample else None,
+                    top_p=sampling.top_p if sample else None,
+                    max_new_tokens=sampling.max_new_tokens,
+                    num_return_sequences=n,
+                    stop_strings=list(sampling.stop) or None,
+                    tokenizer=self.tokenizer,
+                )
+            new_tokens = out[:, inputs["input_ids"].shape[1] :]
+            texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+            for i, request in enumerate(batch):
+                yield request, texts[i * n : (i + 1) * n]
+
+    def close(self) -> None:
+        del self.model

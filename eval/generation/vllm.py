@@ -1,0 +1,59 @@
+"""vLLM on GPUs: `LLM.generate(prompts, SamplingParams(n, temperature, top_p, max_tokens, stop))`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from eval.generation.base import GenerationRequest, SamplingConfig
+
+
+class VLLMGenerator:
+    name = "vllm"
+
+    def __init__(
+        self,
+        path: str,
+        tensor_parallel_size: int = 1,
+        dtype: str = "auto",
+        gpu_memory_utilization: float = 0.9,
+        max_model_len: int | None = None,
+        batch_size: int = 256,
+        trust_remote_code: bool = False,
+    ):
+        try:
+            from vllm import LLM
+        except ImportError as err:
+            raise RuntimeError(
+                "backend=vllm needs vllm (pip install 'editforge[gpu]'); on CPU use backend=hf"
+            ) from err
+        self.llm = LLM(
+            model=path,
+            tensor_parallel_size=tensor_parallel_size,
+            dtype=dtype,
+            gpu_memory_utilization=gpu_memory_utilization,
+            max_model_len=max_model_len,
+            trust_remote_code=trust_remote_code,
+        )
+        self.batch_size = batch_size  # prompts per generate call: bounds what a crash can lose
+
+    def generate(
+        self, requests: Sequence[GenerationRequest], n: int, sampling: SamplingConfig
+    ) -> Iterator[tuple[GenerationRequest, list[str]]]:
+        from vllm import SamplingParams
+
+        params = SamplingParams(
+            n=n,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            max_tokens=sampling.max_new_tokens,
+            stop=list(sampling.stop) or None,
+            seed=sampling.seed,
+        )
+        for start in range(0, len(requests), self.batch_size):
+            batch = list(requests[start : start + self.batch_size])
+            outputs = self.llm.generate([r.prompt for r in batch], params, use_tqdm=True)
+            for request, output in zip(batch, outputs, strict=True):
+                yield request, [o.text for o in output.outputs]
+
+    def close(self) -> None:
+        del self.llm

@@ -1,0 +1,45 @@
+"""How a benchmark program and its tests run, per language.
+
+Python runs in the sandbox's interpreter harness (a pass is its sentinel). The other
+HumanEvalPack languages are compiled or interpreted by their toolchains as plain commands
+in the same sandbox (a pass is exit code 0). Go and Rust are not supported: their
+HumanEvalPack tests import third-party modules (testify; rand, regex, md5) that an offline
+sandbox cannot fetch.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+
+# HumanEvalPack's JavaScript tests use console.assert, which only prints on failure.
+JS_PRELUDE = "console.assert = (ok, ...msg) => { if (!ok) { throw new Error('Assertion failed ' + msg.join(' ')); } };\n"
+
+
+@dataclass(frozen=True)
+class CommandJob:
+    argv: list[str]
+    files: dict[str, str]
+    memory_mb: int | None = None  # a JVM reserves far more address space than it uses
+
+
+def command_job(language: str, program: str, tests: str) -> CommandJob:
+    source = program + "\n" + tests + "\n"
+    if language == "js":
+        return CommandJob(["node", "main.js"], {"main.js": JS_PRELUDE + source})
+    if language == "cpp":
+        return CommandJob(["sh", "-c", "g++ -std=c++17 -O1 -o main main.cpp && ./main"], {"main.cpp": source})
+    if language == "java":
+        return CommandJob(
+            ["sh", "-c", "javac -J-Xmx256m Main.java && java -Xmx256m -XX:+UseSerialGC Main"],
+            {"Main.java": source},
+            memory_mb=8192,
+        )
+    raise ValueError(f"language {language!r} is not supported (python, js, cpp, java)")
+
+
+TOOLCHAINS = {"python": None, "js": "node", "cpp": "g++", "java": "javac"}
+
+
+def available_languages() -> list[str]:
+    return [lang for lang, tool in TOOLCHAINS.items() if tool is None or shutil.which(tool)]

@@ -1,0 +1,96 @@
+"""The benchmark-problem contract (CanItEdit's schema) and its validation.
+
+Every benchmark maps into `Problem`: `before` is the code to edit, `after` the reference
+edit, one instruction per split (CanItEdit: descriptive and lazy; HumanEvalFix: one per
+language), `tests` the code that must pass after the program. A file with a missing or
+mistyped field fails with a message that names the problem and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CANITEDIT_FIELDS = {
+    "id": (int, str),
+    "name": (str,),
+    "before": (str,),
+    "after": (str,),
+    "instruction_descriptive": (str,),
+    "instruction_lazy": (str,),
+    "tests": (str,),
+}
+
+
+class BenchmarkError(ValueError):
+    """A benchmark file or record is unusable; the message names the problem and field."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    id: str
+    name: str
+    before: str
+    after: str
+    tests: str
+    instructions: dict[str, str]  # split -> instruction
+    language: str = "python"
+    taxonomy: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. entry_point, declaration
+
+    @property
+    def splits(self) -> list[str]:
+        return list(self.instructions)
+
+
+def problem_from_canitedit(record: dict[str, Any], where: str) -> Problem:
+    for key, types in CANITEDIT_FIELDS.items():
+        if key not in record:
+            raise BenchmarkError(
+                f"{where}: problem {record.get('name', record.get('id', '?'))!r} lacks field {key!r}"
+            )
+        if not isinstance(record[key], types):
+            raise BenchmarkError(
+                f"{where}: problem {record.get('name', '?')!r} field {key!r} must be "
+                f"{' or '.join(t.__name__ for t in types)}, got {type(record[key]).__name__}"
+            )
+    return Problem(
+        id=str(record["id"]),
+        name=record["name"],
+        before=record["before"],
+        after=record["after"],
+        tests=record["tests"],
+        instructions={"descriptive": record["instruction_descriptive"], "lazy": record["instruction_lazy"]},
+        taxonomy=record.get("taxonomy") or {},
+    )
+
+
+def read_jsonl(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(location, record) for each non-empty line; a broken line is a BenchmarkError."""
+    if not path.is_file():
+        raise BenchmarkError(f"benchmark file {path} does not exist")
+    records = []
+    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise BenchmarkError(f"{path}:{line_no}: not JSON ({err.msg})") from err
+        if not isinstance(record, dict):
+            raise BenchmarkError(f"{path}:{line_no}: a problem must be a JSON object")
+        records.append((f"{path}:{line_no}", record))
+    return records
+
+
+def check_unique(problems: list[Problem], source: str) -> list[Problem]:
+    seen: set[str] = set()
+    for p in problems:
+        if p.id in seen:
+            raise BenchmarkError(f"{source}: problem id {p.id!r} appears twice")
+        seen.add(p.id)
+    if not problems:
+        raise BenchmarkError(f"{source}: no problems")
+    return problems

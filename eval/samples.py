@@ -1,0 +1,55 @@
+"""`samples.jsonl`: every generated sample, its execution and its coverage, appended as they happen.
+
+One JSON record per line, keyed by (problem, split, index) and typed `sample`,
+`execution` or `coverage`; a later record of a type replaces an earlier one. A job killed
+mid-write leaves at most one broken last line, which loading drops, so a restarted run
+regenerates and re-executes nothing it had finished.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+Key = tuple[str, str, int]
+
+
+class SampleStore:
+    def __init__(self, path: Path):
+        self.path = path
+        self.records: dict[str, dict[Key, dict[str, Any]]] = defaultdict(dict)
+        if path.exists():
+            self._load()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = path.open("a", encoding="utf-8")
+
+    def _load(self) -> None:
+        raw = self.path.read_bytes()
+        good_until = 0
+        for line in raw.splitlines(keepends=True):
+            try:
+                record = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                break  # a torn last line from a crash: drop it and everything after
+            if line.endswith(b"\n"):
+                good_until += len(line)
+            self.records[record["type"]][(record["problem"], record["split"], record["index"])] = record
+        if good_until < len(raw):
+            os.truncate(self.path, good_until)
+
+    def append(self, record: dict[str, Any]) -> None:
+        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._fh.flush()
+        self.records[record["type"]][(record["problem"], record["split"], record["index"])] = record
+
+    def of_type(self, kind: str) -> dict[Key, dict[str, Any]]:
+        return self.records[kind]
+
+    def count(self, problem: str, split: str) -> int:
+        return sum(1 for p, s, _ in self.records["sample"] if p == problem and s == split)
+
+    def close(self) -> None:
+        self._fh.close()

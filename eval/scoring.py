@@ -1,0 +1,106 @@
+"""The score stage: pass@k and ExcessCode per split, a per-problem table, results.json."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from eval.excess_code import (
+    CoverageError,
+    coverage_of,
+    excess_code,
+    excess_code_changed_lines_of,
+    excess_code_of,
+    excess_code_stderr,
+    mean_median_coverage,
+)
+from eval.metrics import aggregate_pass_at_k
+from eval.problems import Problem
+from eval.samples import SampleStore
+
+
+def measure_coverage(
+    store: SampleStore,
+    problems: dict[str, Problem],
+    timeout_s: float,
+    progress: Callable[[int], None] | None = None,
+) -> None:
+    """Coverage of every passing Python sample not measured yet (appended to samples.jsonl)."""
+    samples, done = store.of_type("sample"), store.of_type("coverage")
+    todo = [k for k, e in sorted(store.of_type("execution").items()) if e["passed"] and k not in done]
+    for key in todo:
+        problem = problems[key[0]]
+        record: dict[str, Any] = {"type": "coverage", "problem": key[0], "split": key[1], "index": key[2]}
+        if problem.language != "python":
+            record["error"] = "coverage is measured for Python only"
+        else:
+            code = samples[key]["code"]
+            try:
+                report = coverage_of(code, problem.tests, timeout_s=timeout_s)
+            except CoverageError as err:
+                record["error"] = str(err)[:500]
+            else:
+                record.update(
+                    uncovered=len(report.uncovered_line_numbers),
+                    percent=report.percent,
+                    excess=excess_code_of(problem.before, code, len(report.uncovered_line_numbers)),
+                    excess_changed=excess_code_changed_lines_of(problem.before, code, report),
+                )
+        store.append(record)
+        if progress:
+            progress(1)
+
+
+def score(store: SampleStore, problems: dict[str, Problem], splits: Sequence[str], ks: Sequence[int]) -> dict:
+    """{"metrics": {split: {...}}, "per_problem": [...]} from the records in `store`."""
+    executions, coverage = store.of_type("execution"), store.of_type("coverage")
+    counts: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    statuses: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    excess: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    excess_changed: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    percents: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for key, record in executions.items():
+        problem, split, _ = key
+        if split not in splits or problem not in problems:
+            continue
+        counts[split][problem][0] += 1
+        counts[split][problem][1] += int(record["passed"])
+        statuses[split][record["status"]] += 1
+        cov = coverage.get(key)
+        if record["passed"] and cov is not None and "excess" in cov:
+            excess[split][problem].append(cov["excess"])
+            excess_changed[split][problem].append(cov["excess_changed"])
+            percents[split][problem].append(cov["percent"])
+    metrics: dict[str, dict[str, Any]] = {}
+    per_problem = []
+    for split in splits:
+        per = {p: (n, c) for p, (n, c) in counts[split].items()}
+        if not per:
+            continue
+        usable_ks = [k for k in ks if k <= min(n for n, _ in per.values())]
+        m: dict[str, Any] = aggregate_pass_at_k(per, usable_ks)
+        m.update(
+            excess_code=excess_code(excess[split]),
+            excess_code_stderr=excess_code_stderr(excess[split]),
+            excess_code_changed_lines=excess_code(excess_changed[split]),
+            mean_median_coverage=mean_median_coverage(percents[split]),
+            problems=len(per),
+            samples=sum(n for n, _ in per.values()),
+            statuses=dict(sorted(statuses[split].items())),
+        )
+        metrics[split] = m
+        for problem, (n, c) in sorted(per.items()):
+            ratios = excess[split].get(problem, [])
+            per_problem.append(
+                {
+                    "problem": problem,
+                    "name": problems[problem].name,
+                    "split": split,
+                    "n": n,
+                    "passed": c,
+                    "pass@1": c / n,
+                    "excess_code": 100 * sum(ratios) / len(ratios) if ratios else None,
+                }
+            )
+    return {"metrics": metrics, "per_problem": per_problem}

@@ -1,0 +1,161 @@
+"""Generation backends: hf on a tiny CPU model, openai against a real local HTTP server, oracles."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import torch
+
+from eval.benchmarks import load_benchmark
+from eval.generate import build_requests, generate_samples
+from eval.generation import SamplingConfig, make_generator
+from eval.generation.openai import EndpointError, OpenAIGenerator
+from eval.samples import SampleStore
+from train.formats import FORMATS
+
+FMT = FORMATS["editcoder"]
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    from transformers import AutoModelForCausalLM
+
+    from train.config import TinyModelConfig
+    from train.modeling import tiny_llama_config, train_tiny_tokenizer
+    from train.synthetic_edits import synthetic_edits
+
+    rows = synthetic_edits(200)
+    tok = train_tiny_tokenizer([FMT.prompt(r["before"], r["instruction"]) + r["after"] for r in rows], 512)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(tiny_llama_config(TinyModelConfig(), tok))
+    out = tmp_path_factory.mktemp("tiny")
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+def _requests(n_problems: int = 3, fmt=FMT):
+    problems = load_benchmark("fixtures").problems[:n_problems]
+    return build_requests(problems, ["descriptive", "lazy"], fmt)
+
+
+def test_oracles_answer_with_reference_and_before_code():
+    requests = _requests(2)
+    ref = dict(
+        (r.problem.id + r.split, c)
+        for r, c in make_generator("reference", FMT, {}).generate(requests, 3, SamplingConfig())
+    )
+    ident = dict(
+        (r.problem.id + r.split, c)
+        for r, c in make_generator("identity", FMT, {}).generate(requests, 1, SamplingConfig())
+    )
+    for r in requests:
+        assert ref[r.problem.id + r.split] == [r.problem.after] * 3
+        assert ident[r.problem.id + r.split] == [r.problem.before]
+
+
+def test_hf_backend_samples_from_a_tiny_model_on_cpu(tiny_model_dir, tmp_path):
+    generator = make_generator("hf", FMT, {"path": str(tiny_model_dir), "batch_size": 2})
+    store = SampleStore(tmp_path / "samples.jsonl")
+    requests = _requests(2)
+    made = generate_samples(store, requests, generator, FMT, 3, SamplingConfig(max_new_tokens=12, seed=1))
+    assert made == 3 * len(requests)
+    samples = store.of_type("sample")
+    assert {k[2] for k in samples} == {0, 1, 2}
+    assert all(
+        isinstance(s["completion"], str) and s["prompt"].startswith("## Code Before:")
+        for s in samples.values()
+    )
+    assert len({s["completion"] for s in samples.values()}) > 1  # sampling at temperature 0.2 varies
+
+
+class _Handler(BaseHTTPRequestHandler):
+    calls: list[dict] = []
+    fail_first = 0
+    die_after: int | None = None
+
+    def log_message(self, *args):
+        return None
+
+    def do_POST(self):  # noqa: N802  (http.server's naming)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        cls = type(self)
+        cls.calls.append({"path": self.path, **body})
+        if cls.fail_first > 0 or (cls.die_after is not None and len(cls.calls) > cls.die_after):
+            cls.fail_first -= 1
+            self.send_response(503)
+            self.end_headers()
+            self.wfile.write(b"overloaded")
+            return
+        if self.path.endswith("/chat/completions"):
+            user = body["messages"][-1]["content"]
+            choices = [
+                {"message": {"content": f"```python\n# {i}\n{user[:10]}\n```"}} for i in range(body["n"])
+            ]
+        else:
+            choices = [{"text": f"x = {i}\n"} for i in range(min(body["n"], 2))]  # returns fewer than asked
+        payload = json.dumps({"choices": choices}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+@pytest.fixture
+def server():
+    _Handler.calls, _Handler.fail_first, _Handler.die_after = [], 0, None
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_openai_chat_backend_sends_messages_and_extracts_code(server):
+    fmt = FORMATS["chat"]
+    requests = _requests(2, fmt)
+    gen = OpenAIGenerator("served-model", base_url=server, chat=True, concurrency=2, backoff_s=0.01)
+    out = {r.problem.id + r.split: c for r, c in gen.generate(requests, 3, SamplingConfig(temperature=0.2))}
+    assert len(out) == len(requests) and all(len(c) == 3 for c in out.values())
+    call = _Handler.calls[0]
+    assert call["model"] == "served-model" and call["temperature"] == 0.2 and call["top_p"] == 0.95
+    assert call["messages"][0]["role"] == "system" and "PythonEditGPT" in call["messages"][0]["content"]
+    assert fmt.extract(next(iter(out.values()))[1]).startswith("# 1\n")
+
+
+def test_openai_completions_tops_up_when_the_server_returns_fewer(server):
+    gen = OpenAIGenerator("m", base_url=server, chat=False, backoff_s=0.01)
+    [(_, texts)] = list(gen.generate(_requests(1)[:1], 5, SamplingConfig()))
+    assert len(texts) == 5 and [c["n"] for c in _Handler.calls] == [5, 3, 1]
+
+
+def test_openai_retries_with_backoff_then_succeeds(server):
+    _Handler.fail_first = 2
+    gen = OpenAIGenerator("m", base_url=server, chat=False, max_retries=3, backoff_s=0.01)
+    [(_, texts)] = list(gen.generate(_requests(1)[:1], 2, SamplingConfig()))
+    assert len(texts) == 2 and len(_Handler.calls) == 3
+
+
+def test_a_dead_endpoint_fails_clearly_and_keeps_finished_samples(server, tmp_path):
+    _Handler.die_after = 2  # two requests succeed, then the server only answers 503
+    store = SampleStore(tmp_path / "samples.jsonl")
+    gen = OpenAIGenerator("m", base_url=server, chat=False, concurrency=1, max_retries=2, backoff_s=0.01)
+    requests = _requests(3)
+    with pytest.raises(EndpointError, match="failed 3 times"):
+        generate_samples(store, requests, gen, FMT, 2, SamplingConfig())
+    finished = len(store.of_type("sample"))
+    assert finished == 2 * 2 and len(SampleStore(tmp_path / "samples.jsonl").of_type("sample")) == finished
+    _Handler.die_after = None
+    made = generate_samples(store, requests, gen, FMT, 2, SamplingConfig())
+    assert made == 2 * len(requests) - finished  # nothing finished is asked for again
+    unreachable = OpenAIGenerator(
+        "m", base_url="http://127.0.0.1:9/v1", chat=False, max_retries=1, backoff_s=0.01
+    )
+    with pytest.raises(EndpointError, match="127.0.0.1:9"):
+        list(unreachable.generate(requests[:1], 1, SamplingConfig()))

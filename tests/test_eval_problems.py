@@ -1,0 +1,61 @@
+"""Benchmark loading: CanItEdit schema errors name the problem and field; HumanEvalFix mapping."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import REPO
+
+from eval.benchmarks import load_benchmark
+from eval.problems import BenchmarkError
+from eval.samples import SampleStore
+
+HUMANEVALPACK = REPO.parent / "shared" / "data" / "humanevalpack"
+
+
+def test_fixtures_load_with_two_splits():
+    bench = load_benchmark("fixtures")
+    assert len(bench.problems) >= 12 and bench.splits == ["descriptive", "lazy"]
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda r: r.pop("tests"), "lacks field 'tests'"),
+        (lambda r: r.update(before=3), "field 'before' must be str"),
+    ],
+)
+def test_a_bad_canitedit_file_names_the_problem_and_field(tmp_path, change, message):
+    record = json.loads((REPO / "tests" / "fixtures" / "canitedit_sample.jsonl").read_text().splitlines()[0])
+    change(record)
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    with pytest.raises(BenchmarkError, match=f"stack_peek.*{message}"):
+        load_benchmark("canitedit", str(path))
+    path.write_text("{not json\n")
+    with pytest.raises(BenchmarkError, match="bad.jsonl:1"):
+        load_benchmark("canitedit", str(path))
+
+
+@pytest.mark.skipif(not HUMANEVALPACK.is_dir(), reason="needs ../shared/data/humanevalpack")
+def test_humanevalfix_maps_into_the_contract():
+    bench = load_benchmark("humanevalfix", str(HUMANEVALPACK), ["python", "js"])
+    assert len(bench.problems) == 328 and bench.splits == ["python", "js"]
+    p = bench.problems[0]
+    assert p.before.startswith(p.extra["entry_point"][:0] or "from typing import List")
+    assert p.tests.rstrip().endswith("check(has_close_elements)")
+    assert p.instructions == {"python": "Fix bugs in has_close_elements."}
+
+
+def test_a_torn_last_line_is_dropped_on_resume(tmp_path):
+    store = SampleStore(tmp_path / "s.jsonl")
+    store.append({"type": "sample", "problem": "a", "split": "x", "index": 0, "code": "1"})
+    store.close()
+    with (tmp_path / "s.jsonl").open("a") as fh:
+        fh.write('{"type": "sample", "problem": "a", "spl')
+    again = SampleStore(tmp_path / "s.jsonl")
+    assert again.count("a", "x") == 1
+    again.append({"type": "sample", "problem": "a", "split": "x", "index": 1, "code": "2"})
+    again.close()
+    assert SampleStore(tmp_path / "s.jsonl").count("a", "x") == 2

@@ -1,0 +1,200 @@
+"""ExcessCode on tiny edits whose Differ lines and uncovered lines are counted by hand below."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+from coverage.results import display_covered
+
+from eval.excess_code import (
+    CoverageError,
+    CoverageReport,
+    changed_line_numbers,
+    coverage_of,
+    differ_line_count,
+    excess_code,
+    excess_code_changed_lines_of,
+    excess_code_of,
+    excess_code_stderr,
+    mean_median_coverage,
+)
+
+ADD_BEFORE = "def add(a, b):\n    return a + b\n"
+
+# Example 1: the edit adds a helper nobody calls.
+#   1 def add(a, b):         covered
+#   2     return a + b       covered
+#   3                        (blank)
+#   4                        (blank)
+#   5 def unused(x):         covered: the def statement runs
+#   6     y = x * 2          uncovered
+#   7     z = y + 1          uncovered
+#   8     return z           uncovered
+# Differ(before, completion + "\n"): 2 unchanged "  " lines, then "+ " for lines 3-8 and one
+# "+ " for the empty line the trailing newline adds = 9 lines. ExcessCode = 3 / 9 * 100.
+UNUSED_HELPER = ADD_BEFORE + "\n\ndef unused(x):\n    y = x * 2\n    z = y + 1\n    return z\n"
+ADD_TESTS = "assert add(1, 2) == 3\nassert add(-1, 1) == 0\n"
+
+# Example 2: a changed signature and body, so Differ adds "? " hint lines.
+#   1 def area(w, h, scale=1):                 covered
+#   2     if scale < 0:                        covered
+#   3         raise ValueError("negative")     uncovered: the tests never pass a negative scale
+#   4     return w * h * scale                 covered
+# Differ lines:
+#   "- def area(w, h):", "+ def area(w, h, scale=1):", "?              +++++++++",
+#   "+     if scale < 0:", "+         raise ValueError(...)",
+#   "-     return w * h", "+     return w * h * scale", "?                 ++++++++",
+#   "+ " (trailing newline)                                         = 9 lines. 1 / 9 * 100.
+AREA_BEFORE = "def area(w, h):\n    return w * h\n"
+AREA_COMPLETION = (
+    "def area(w, h, scale=1):\n"
+    "    if scale < 0:\n"
+    '        raise ValueError("negative")\n'
+    "    return w * h * scale\n"
+)
+AREA_TESTS = "assert area(2, 3) == 6\nassert area(2, 3, 2) == 12\n"
+
+# Example 3: abstract methods are excluded with their whole body (CanItEdit's .coveragerc),
+# both spellings of the decorator. Everything else runs: 0 uncovered, ExcessCode 0.
+SHAPE_BEFORE = "class Square:\n    def __init__(self, s):\n        self.s = s\n"
+SHAPE_COMPLETION = """import abc
+from abc import ABC, abstractmethod
+
+
+class Shape(ABC):
+    @abstractmethod
+    def area(self):
+        raise NotImplementedError
+
+    @abc.abstractmethod
+    def name(self):
+        return "shape"
+
+
+class Square(Shape):
+    def __init__(self, s):
+        self.s = s
+
+    def area(self):
+        return self.s**2
+
+    def name(self):
+        return "square"
+"""
+SHAPE_TESTS = "assert Square(3).area() == 9\nassert Square(1).name() == 'square'\n"
+
+# Example 4: a fully covered bug fix: 0 uncovered, so ExcessCode 0 whatever the Differ count.
+MAX_BEFORE = "def biggest(xs):\n    return xs[0]\n"
+MAX_COMPLETION = "def biggest(xs):\n    return max(xs)\n"
+MAX_TESTS = "assert biggest([3, 9, 2]) == 9\n"
+
+
+def test_unused_helper_counts_its_body() -> None:
+    report = coverage_of(UNUSED_HELPER, ADD_TESTS)
+    assert report.uncovered_line_numbers == [6, 7, 8]
+    assert report.covered_line_numbers == [1, 2, 5]
+    assert (report.total_lines, report.covered_lines, report.percent) == (6, 3, 50)
+    assert differ_line_count(ADD_BEFORE, UNUSED_HELPER) == 9
+    assert excess_code_of(ADD_BEFORE, UNUSED_HELPER, 3) * 100 == pytest.approx(100 / 3)
+
+
+def test_hint_lines_count_in_the_denominator() -> None:
+    report = coverage_of(AREA_COMPLETION, AREA_TESTS)
+    assert report.uncovered_line_numbers == [3]
+    assert differ_line_count(AREA_BEFORE, AREA_COMPLETION) == 9
+    assert excess_code_of(AREA_BEFORE, AREA_COMPLETION, 1) * 100 == pytest.approx(100 / 9)
+
+
+def test_abstract_methods_are_excluded() -> None:
+    report = coverage_of(SHAPE_COMPLETION, SHAPE_TESTS)
+    assert report.excluded == [6, 7, 8, 10, 11, 12]
+    assert report.uncovered_line_numbers == []
+    assert report.percent == 100
+    assert excess_code_of(SHAPE_BEFORE, SHAPE_COMPLETION, len(report.uncovered_line_numbers)) == 0.0
+
+
+def test_fully_covered_fix_scores_zero() -> None:
+    report = coverage_of(MAX_COMPLETION, MAX_TESTS)
+    assert report.uncovered_line_numbers == []
+    # The two return lines are 76% alike (Differ's cutoff is 75%), so each gets a hint line:
+    # "  def biggest(xs):", "-     return xs[0]", "?              ^^^", "+     return max(xs)",
+    # "?            ++++  ^", "+ " (trailing newline) = 6 lines.
+    assert differ_line_count(MAX_BEFORE, MAX_COMPLETION) == 6
+    assert excess_code_of(MAX_BEFORE, MAX_COMPLETION, 0) == 0.0
+
+
+def test_test_code_lines_never_count() -> None:
+    tests = ADD_TESTS + "\n\ndef never_called():\n    x = 1\n    return x\n"
+    report = coverage_of(ADD_BEFORE, tests)
+    assert report.uncovered_line_numbers == []
+    assert report.total_lines == 2
+
+
+def test_program_without_trailing_newline_keeps_its_line_range() -> None:
+    report = coverage_of(UNUSED_HELPER.rstrip("\n"), "assert add(1, 2) == 3\ndef t():\n    return 1\n")
+    assert report.uncovered_line_numbers == [6, 7, 8]
+
+
+def test_differ_count_includes_unchanged_lines() -> None:
+    # Identical code: every line "  ", plus "+ " for the empty line of the trailing newline.
+    assert differ_line_count(ADD_BEFORE, ADD_BEFORE) == 3
+    assert differ_line_count(ADD_BEFORE, ADD_BEFORE.rstrip("\n")) == 2
+
+
+def test_failing_program_has_no_coverage() -> None:
+    with pytest.raises(CoverageError, match="AssertionError"):
+        coverage_of(ADD_BEFORE, "assert add(1, 2) == 4\n")
+
+
+def test_hanging_program_is_killed_at_the_deadline() -> None:
+    start = time.monotonic()
+    with pytest.raises(CoverageError, match="timed out"):
+        coverage_of("while True:\n    pass\n", "", timeout_s=1.0)
+    assert time.monotonic() - start < 10
+
+
+def test_percent_rounds_like_coverage_report() -> None:
+    for total in range(1, 120):
+        for covered in range(total + 1):
+            report = CoverageReport(total, covered, [], [], [])
+            assert report.percent == int(display_covered(100.0 * covered / total, 0)), (covered, total)
+    assert CoverageReport(0, 0, [], [], []).percent == 100
+
+
+def test_changed_lines_variant() -> None:
+    assert changed_line_numbers(ADD_BEFORE, UNUSED_HELPER) == {3, 4, 5, 6, 7, 8}
+    # Of the changed lines, 5-8 are statements and 6-8 uncovered.
+    report = coverage_of(UNUSED_HELPER, ADD_TESTS)
+    assert excess_code_changed_lines_of(ADD_BEFORE, UNUSED_HELPER, report) == pytest.approx(3 / 4)
+    # All four lines of the area edit changed; line 3 is uncovered.
+    report = coverage_of(AREA_COMPLETION, AREA_TESTS)
+    assert excess_code_changed_lines_of(AREA_BEFORE, AREA_COMPLETION, report) == pytest.approx(1 / 4)
+    # A pure deletion writes nothing in excess.
+    report = coverage_of(ADD_BEFORE, ADD_TESTS)
+    assert excess_code_changed_lines_of(UNUSED_HELPER, ADD_BEFORE, report) == 0.0
+
+
+def test_old_untested_code_is_not_the_edits_excess() -> None:
+    before = "def add(a, b):\n    return a + b\n\n\ndef old(x):\n    return x\n"
+    completion = before.replace("a + b", "b + a")
+    report = coverage_of(completion, ADD_TESTS)
+    assert report.uncovered_line_numbers == [6]
+    assert excess_code_of(before, completion, 1) > 0  # the exact metric charges the old function
+    assert excess_code_changed_lines_of(before, completion, report) == 0.0
+
+
+def test_aggregate_is_mean_of_problem_means() -> None:
+    per_problem = {"a": [0.1, 0.3], "b": [0.5], "no_pass": []}
+    assert excess_code(per_problem) == pytest.approx((0.2 + 0.5) / 2 * 100)
+    # population std of [0.2, 0.5] is 0.15
+    assert excess_code_stderr(per_problem) == pytest.approx(0.15 / math.sqrt(2) * 100)
+    assert excess_code({"x": [], "y": []}) is None
+    assert excess_code_stderr({}) is None
+
+
+def test_mean_median_coverage() -> None:
+    per_problem = {"a": [100, 50, 80], "b": [60, 70], "no_pass": []}
+    assert mean_median_coverage(per_problem) == pytest.approx((80 + 65) / 2)
+    assert mean_median_coverage({"x": []}) is None
