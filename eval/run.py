@@ -97,7 +97,7 @@ class EvalRun:
         self.store = SampleStore(self.out / "samples.jsonl")
         (self.out / "config.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
 
-    def generate(self) -> None:
+    def generate(self) -> int:
         cfg = self.cfg
         kind = cfg.model.kind if cfg.model.kind != "model" else cfg.backend.name
         generator = make_generator(
@@ -120,7 +120,7 @@ class EvalRun:
         total = sum(max(cfg.gen.n - self.store.count(r.problem.id, r.split), 0) for r in requests)
         try:
             with tqdm(total=total, desc="Generating", unit="sample") as bar:
-                generate_samples(self.store, requests, generator, self.fmt, cfg.gen.n, sampling, bar.update)
+                return generate_samples(self.store, requests, generator, self.fmt, cfg.gen.n, sampling, bar.update)
         finally:
             generator.close()
 

@@ -1,0 +1,152 @@
+"""`python -m eval.run` end to end: benchmarks check themselves, bad samples fail with a status,
+killed runs resume, stages split across machines, results have the documented shape."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from eval.run import EvalRun, to_eval_config
+
+HUMANEVALPACK = REPO.parent / "shared" / "data" / "humanevalpack"
+
+
+def compose_eval(overrides: list[str]):
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    import eval.config  # noqa: F401  (registers the structured schema)
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(REPO / "configs"), version_base=None):
+        return compose(config_name="eval", overrides=overrides)
+
+
+def run_eval(overrides: list[str], stages=("generate", "execute", "score")) -> dict:
+    from omegaconf import OmegaConf
+
+    cfg = compose_eval(overrides)
+    run = EvalRun(to_eval_config(cfg), OmegaConf.to_container(cfg, resolve=True))
+    try:
+        results = None
+        for stage in stages:
+            results = getattr(run, stage)()
+        return results
+    finally:
+        run.close()
+
+
+def test_interface_overrides_exist(tmp_path):
+    cfg = to_eval_config(compose_eval([
+        f"out={tmp_path}", f"benchmark.path={tmp_path}/b.jsonl", "gen.n=3", "gen.temperature=0.8", "gen.top_p=0.9",
+        "gen.max_new_tokens=64", "model=reference", "model.path=some/model",
+    ]))
+    assert (cfg.out, cfg.gen.n, cfg.gen.temperature, cfg.gen.top_p, cfg.gen.max_new_tokens) == (
+        str(tmp_path), 3, 0.8, 0.9, 64)
+    assert cfg.model.kind == "reference" and cfg.benchmark.path.endswith("b.jsonl")
+    defaults = to_eval_config(compose_eval(["model.path=x"]))
+    assert (defaults.gen.n, defaults.gen.temperature, defaults.gen.top_p) == (20, 0.2, 0.95)
+
+
+def test_fixtures_check_themselves(tmp_path):
+    ref = run_eval(["benchmark=fixtures", "model=reference", "gen.n=2", f"out={tmp_path}/ref"])
+    for split in ("descriptive", "lazy"):
+        m = ref["metrics"][split]
+        assert m["pass@1"] == 1.0 and m["problems"] >= 12 and m["excess_code"] == 0.0
+        assert "pass@5" not in m  # k > n is never reported
+    ident = run_eval(["benchmark=fixtures", "model=identity", "gen.n=1", "score.excess_code=false",
+                      f"out={tmp_path}/id"])
+    assert all(m["pass@1"] == 0.0 for m in ident["metrics"].values())
+    results = json.loads((tmp_path / "ref" / "results.json").read_text())
+    assert set(results) >= {"metrics", "config"} and results["metrics"]["lazy"]["pass@1"] == 1.0
+    report = (tmp_path / "ref" / "report.md").read_text()
+    assert "| reference | 100.0 ± 0.0 | 0.00 ± 0.00 | 100.0 ± 0.0 | 0.00 ± 0.00 |" in report
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HUMANEVALPACK.is_dir(), reason="needs ../shared/data/humanevalpack")
+def test_humanevalfix_python_reference_passes_all_and_identity_fails_all(tmp_path):
+    common = ["benchmark=humanevalfix", f"benchmark.path={HUMANEVALPACK}", "gen.n=1", "score.excess_code=false",
+              "sandbox.timeout_s=5"]
+    ref = run_eval([*common, "model=reference", f"out={tmp_path}/ref"])["metrics"]["python"]
+    assert (ref["problems"], ref["pass@1"]) == (164, 1.0)
+    ident = run_eval([*common, "model=identity", f"out={tmp_path}/id"])["metrics"]["python"]
+    assert (ident["problems"], ident["pass@1"]) == (164, 0.0)
+    assert ident["statuses"].get("timeout", 0) == 3  # three buggy programs never end
+
+
+def _write_samples(out: Path, codes: dict[str, str]) -> None:
+    """Samples made elsewhere (stage=generate on another machine): one per fixture problem."""
+    out.mkdir(parents=True)
+    with (out / "samples.jsonl").open("w") as fh:
+        for i, (problem, code) in enumerate(codes.items()):
+            fh.write(json.dumps({"type": "sample", "problem": problem, "split": "descriptive", "index": 0,
+                                 "prompt": "", "completion": code, "code": code}) + "\n")
+            del i
+
+
+def test_bad_completions_fail_with_a_status_that_says_why(tmp_path):
+    from eval.benchmarks import load_benchmark
+
+    ids = [p.id for p in load_benchmark("fixtures").problems]
+    codes = {
+        ids[0]: "",
+        ids[1]: "this is not code, sorry!",
+        ids[2]: "x = 1\n" * 100_000,
+        ids[3]: "while True:\n    pass\n",
+        ids[4]: "import os\nos._exit(0)\n",
+        ids[5]: "raise RuntimeError('boom')\n",
+    }
+    out = tmp_path / "bad"
+    _write_samples(out, codes)
+    results = run_eval(["benchmark=fixtures", "benchmark.splits=[descriptive]", "model=identity", "gen.n=1",
+                        f"out={out}", "sandbox.timeout_s=2"], stages=("execute", "score"))
+    executions = {}
+    for line in (out / "samples.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["type"] == "execution":
+            executions[record["problem"]] = record
+    status = {p: executions[p]["status"] for p in codes}
+    assert status[ids[0]] == "empty" and status[ids[1]] == "syntax_error" and status[ids[2]] == "too_large"
+    assert status[ids[3]] == "timeout" and status[ids[4]] != "passed" and status[ids[5]] == "failed"
+    assert not any(e["passed"] for e in executions.values())
+    assert results["metrics"]["descriptive"]["pass@1"] == 0.0
+
+
+def test_a_killed_run_resumes_without_redoing_finished_work(tmp_path):
+    overrides = ["benchmark=fixtures", "model=reference", "gen.n=3", "score.excess_code=false"]
+    whole = run_eval([*overrides, f"out={tmp_path}/whole"])
+    out = tmp_path / "killed"
+    run_eval([*overrides, f"out={out}"], stages=("generate",))
+    lines = (out / "samples.jsonl").read_text().splitlines(keepends=True)
+    kept = lines[: len(lines) // 2]
+    (out / "samples.jsonl").write_text("".join(kept) + lines[len(kept)][:25])  # killed mid-write
+    from omegaconf import OmegaConf
+
+    cfg = compose_eval([*overrides, f"out={out}"])
+    run = EvalRun(to_eval_config(cfg), OmegaConf.to_container(cfg, resolve=True))
+    made = run.generate()
+    run.execute()
+    resumed = run.score()
+    run.close()
+    assert made == len(lines) - len(kept)
+    assert (out / "samples.jsonl").read_text().startswith("".join(kept))
+    assert resumed["metrics"] == whole["metrics"]
+
+
+def test_stages_run_separately_from_the_command_line(tmp_path):
+    base = [sys.executable, "-m", "eval.run", "benchmark=fixtures", "model=reference", "gen.n=1",
+            "score.excess_code=false", f"out={tmp_path}"]
+    for stage in ("generate", "execute", "score"):
+        proc = subprocess.run([*base, f"stage={stage}"], cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["metrics"]["descriptive"]["pass@1"] == 1.0
+    bad = subprocess.run([*base[:3], "benchmark=fixtures", f"benchmark.path={tmp_path}/none.jsonl"],
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "does not exist" in bad.stdout + bad.stderr
