@@ -147,6 +147,6 @@ def test_stages_run_separately_from_the_command_line(tmp_path):
         assert proc.returncode == 0, proc.stderr[-2000:]
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["metrics"]["descriptive"]["pass@1"] == 1.0
-    bad = subprocess.run([*base[:3], "benchmark=fixtures", f"benchmark.path={tmp_path}/none.jsonl"],
+    bad = subprocess.run([*base[:3], "benchmark=fixtures", "model=reference", f"benchmark.path={tmp_path}/none.jsonl"],
                          cwd=REPO, capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "does not exist" in bad.stdout + bad.stderr
