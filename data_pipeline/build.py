@@ -13,28 +13,22 @@ import json
 import logging
 
 import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from data_pipeline.config import BuildConfig
 from data_pipeline.pipeline import run_pipeline
-from train.config import CONFIG_DIR
+from train.config import CONFIG_DIR, setup_entry_logging, to_validated
 
 log = logging.getLogger("data_pipeline.build")
 
 
 def to_build_config(cfg: DictConfig) -> BuildConfig:
-    build = OmegaConf.to_object(cfg)
-    if not isinstance(build, BuildConfig):
-        raise TypeError("the config is not a build config (missing the build_schema default?)")
-    build.validate()
-    return build
+    return to_validated(cfg, BuildConfig)
 
 
 @hydra.main(version_base=None, config_path=str(CONFIG_DIR), config_name="build")
 def main(cfg: DictConfig) -> None:
-    logging.basicConfig(
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO, force=True
-    )
+    setup_entry_logging()
     manifest = run_pipeline(to_build_config(cfg))
     summary = {k: manifest[k] for k in ("input", "kept", "dropped")}
     log.info("wrote %s: %s", cfg.out, json.dumps(summary))

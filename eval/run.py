@@ -30,7 +30,7 @@ from eval.languages import available_languages
 from eval.report import render_report
 from eval.samples import SampleStore
 from eval.scoring import measure_coverage, score
-from train.config import CONFIG_DIR
+from train.config import CONFIG_DIR, setup_entry_logging, to_validated
 from train.formats import PromptFormat, get_format
 
 log = logging.getLogger("eval.run")
@@ -120,7 +120,9 @@ class EvalRun:
         total = sum(max(cfg.gen.n - self.store.count(r.problem.id, r.split), 0) for r in requests)
         try:
             with tqdm(total=total, desc="Generating", unit="sample") as bar:
-                return generate_samples(self.store, requests, generator, self.fmt, cfg.gen.n, sampling, bar.update)
+                return generate_samples(
+                    self.store, requests, generator, self.fmt, cfg.gen.n, sampling, bar.update
+                )
         finally:
             generator.close()
 
@@ -184,18 +186,12 @@ class EvalRun:
 
 
 def to_eval_config(cfg: DictConfig) -> EvalConfig:
-    parsed = OmegaConf.to_object(cfg)
-    if not isinstance(parsed, EvalConfig):
-        raise TypeError("the config is not an eval config (missing the eval_schema default?)")
-    parsed.validate()
-    return parsed
+    return to_validated(cfg, EvalConfig)
 
 
 @hydra.main(version_base=None, config_path=str(CONFIG_DIR), config_name="eval")
 def main(cfg: DictConfig) -> None:
-    logging.basicConfig(
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO, force=True
-    )
+    setup_entry_logging()
     run = EvalRun(to_eval_config(cfg), OmegaConf.to_container(cfg, resolve=True))
     stage = run.cfg.stage
     try:

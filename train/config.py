@@ -13,9 +13,11 @@ import os
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from hydra.core.config_store import ConfigStore
+
+T = TypeVar("T")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = REPO_ROOT / "configs"
@@ -241,18 +243,39 @@ def zero_stage(name_or_path: str) -> int:
     return int(config.get("zero_optimization", {}).get("stage", 0))
 
 
-def to_app_config(cfg: Any) -> SFTAppConfig:
-    """Turn a composed Hydra config into validated dataclasses (runs every `validate`)."""
+def to_validated(cfg: Any, schema: type[T]) -> T:
+    """A composed Hydra config as validated dataclasses of `schema` (runs every `validate`).
+
+    Shared by the three entry points (train/sft.py, data_pipeline.build, eval.run).
+    """
     from omegaconf import OmegaConf
 
     try:
-        app = OmegaConf.to_object(cfg)
+        parsed = OmegaConf.to_object(cfg)
     except Exception as err:  # OmegaConf validation errors name the key already
         raise ConfigError(str(err)) from err
-    if not isinstance(app, SFTAppConfig):
-        raise ConfigError("the config is not an SFT config (missing the sft_schema default?)")
-    app.validate()
-    return app
+    if not isinstance(parsed, schema):
+        raise ConfigError(f"the config is not a {schema.__name__} (is its schema the first default?)")
+    try:
+        parsed.validate()
+    except ConfigError:
+        raise
+    except ValueError as err:  # a module's own validation: same error type for every entry point
+        raise ConfigError(str(err)) from err
+    return parsed
+
+
+def to_app_config(cfg: Any) -> SFTAppConfig:
+    return to_validated(cfg, SFTAppConfig)
+
+
+def setup_entry_logging() -> None:
+    """Plain INFO logging for the single-process entry points (data_pipeline.build, eval.run)."""
+    import logging
+
+    logging.basicConfig(
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO, force=True
+    )
 
 
 def wandb_has_key() -> bool:
