@@ -1,0 +1,53 @@
+"""Resource limits for one sandboxed execution."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """What one execution may use; every field is enforced by the parent, not by the program.
+
+    ``memory_mb`` is the address-space limit (RLIMIT_AS) of every process of the run and, where
+    the host lets us create a memory cgroup, also bounds the resident memory of the whole run.
+    ``max_processes`` counts processes and threads: a cgroup ``pids.max`` where available, else
+    RLIMIT_NPROC, which the kernel ignores for root (the PID namespace or subreaper still kills
+    everything at the end). ``disk_mb`` is the size of the bwrap sandbox's private ``/tmp``
+    tmpfs, which holds the working directory; like ``network`` it is fixed when a worker
+    starts, so a run that asks for other values gets a restarted worker.
+    """
+
+    timeout_s: float = 10.0  # wall-clock, enforced by the parent (SIGALRM can't interrupt a long C call)
+    memory_mb: int = 2048  # RLIMIT_AS
+    file_size_mb: int = 64  # RLIMIT_FSIZE
+    max_output_bytes: int = 1_000_000  # per stream; a run that prints more is stopped ("output_limit")
+    max_processes: int = 256  # best effort, see the class docstring
+    network: bool = False
+    disk_mb: int = 512  # bwrap only: size of the private /tmp (work directory included)
+
+    def __post_init__(self) -> None:
+        for name in (
+            "timeout_s",
+            "memory_mb",
+            "file_size_mb",
+            "max_output_bytes",
+            "max_processes",
+            "disk_mb",
+        ):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"SandboxLimits.{name} must be positive, got {getattr(self, name)!r}")
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> SandboxLimits:
+        """Build limits from a config section; an unknown key is an error, not silently ignored."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown sandbox limit(s) {unknown}; valid keys are {sorted(known)}")
+        return cls(**dict(values))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,204 @@
+"""The Sandbox interface and its fork-server implementation for both backends."""
+
+from __future__ import annotations
+
+import os
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from eval.sandbox import cgroup
+from eval.sandbox.bwrap import BwrapLauncher, bwrap_available
+from eval.sandbox.limits import SandboxLimits
+from eval.sandbox.local import LocalLauncher, can_unshare_network
+from eval.sandbox.pool import WorkerPool
+from eval.sandbox.result import ExecutionResult
+from eval.sandbox.worker import Launcher, Profile, Worker
+
+BACKENDS = ("auto", "bwrap", "local")
+
+
+class Sandbox(Protocol):
+    """Runs untrusted programs; see ForkServerSandbox for the semantics and guarantees."""
+
+    backend: str
+
+    def run(
+        self,
+        program: str,
+        tests: str = "",
+        *,
+        language: str = "python",
+        stdin: str | None = None,
+        limits: SandboxLimits | None = None,
+    ) -> ExecutionResult: ...
+
+    def run_many(
+        self,
+        jobs: Sequence[tuple[str, str]],
+        *,
+        workers: int | None = None,
+        limits: SandboxLimits | None = None,
+    ) -> list[ExecutionResult]: ...
+
+    def run_command(
+        self,
+        argv: list[str],
+        files: Mapping[str, str] | None = None,
+        *,
+        limits: SandboxLimits | None = None,
+        pass_marker: str | None = None,
+        stdin: str | None = None,
+    ) -> ExecutionResult: ...
+
+    def close(self) -> None: ...
+
+
+class ForkServerSandbox:
+    """Executes untrusted programs in per-worker fork servers (bwrap or local backend).
+
+    ``run`` executes ``program`` then ``tests`` in one fresh interpreter process (the
+    HumanEval/CanItEdit convention: plain asserts or ``check(candidate)`` calls after the
+    program). It passes only if execution reached the end of ``tests`` and the harness then
+    reported the run's private nonce: exit code 0 alone never passes. ``run_command`` runs
+    any command line (compiled languages, shell scripts) in the same isolation; it passes on
+    exit code 0 and, if given, ``pass_marker`` in stdout.
+
+    Protects against (both backends): hangs and long C calls (parent-enforced wall clock),
+    memory and file-size bombs (rlimits; cgroups where available), unbounded output (capped
+    while reading), stray processes (killed at the end of every run, even after setsid()),
+    stdin reads (EOF), exit-code and printed-marker tricks, leaked host environment
+    variables. bwrap adds: no host file writes, no network, processes invisible to the host,
+    an unkillable server. What neither protects is listed in docs/sandbox.md, notably code
+    that introspects the interpreter to find the nonce, and kernel exploits.
+
+    Runs go to ``workers`` servers (default: one per CPU) started at construction; use it as
+    a context manager or call ``close()``.
+    """
+
+    def __init__(
+        self, launcher: Launcher, limits: SandboxLimits | None = None, workers: int | None = None
+    ) -> None:
+        self.backend = launcher.backend
+        self.limits = limits or SandboxLimits()
+        self._cgroups = tuple(sorted(cgroup.available()))
+        use_cgroup = bool(self._cgroups)
+        workers = workers or os.cpu_count() or 1
+        self._pool = WorkerPool(lambda: Worker(launcher, use_cgroup), workers, Profile.of(self.limits))
+        self._finalizer = weakref.finalize(self, self._pool.close)
+
+    def run(
+        self,
+        program: str,
+        tests: str = "",
+        *,
+        language: str = "python",
+        stdin: str | None = None,
+        limits: SandboxLimits | None = None,
+    ) -> ExecutionResult:
+        """Run ``program`` followed by ``tests`` in one interpreter; see the class docstring."""
+        if language != "python":
+            raise ValueError(
+                f"run() executes python; for {language!r} build a command line and use run_command()"
+            )
+        return self._pool.submit(_python_job(program, tests, stdin), limits or self.limits).result()
+
+    def run_many(
+        self,
+        jobs: Sequence[tuple[str, str]],
+        *,
+        workers: int | None = None,
+        limits: SandboxLimits | None = None,
+    ) -> list[ExecutionResult]:
+        """Run (program, tests) pairs in parallel, at most ``workers`` at a time; results in job order."""
+        concurrency = workers or self._pool.size
+        messages = [_python_job(program, tests, None) for program, tests in jobs]
+        return self._pool.map(messages, limits or self.limits, concurrency)
+
+    def run_command(
+        self,
+        argv: list[str],
+        files: Mapping[str, str] | None = None,
+        *,
+        limits: SandboxLimits | None = None,
+        pass_marker: str | None = None,
+        stdin: str | None = None,
+    ) -> ExecutionResult:
+        """Write ``files`` into the work folder, run ``argv`` there; pass = exit 0 (+ marker in stdout)."""
+        if not argv:
+            raise ValueError("run_command() needs a non-empty argv")
+        for name in files or {}:
+            parts = name.replace("\\", "/").split("/")
+            if not name or name.startswith("/") or ".." in parts:
+                raise ValueError(f"file name {name!r} must be a relative path inside the work folder")
+        job = {
+            "kind": "command",
+            "argv": list(argv),
+            "files": dict(files or {}),
+            "stdin": stdin,
+            "pass_marker": pass_marker,
+        }
+        return self._pool.submit(job, limits or self.limits).result()
+
+    def guards(self) -> dict[str, str]:
+        """What this sandbox enforces here, by concern (for logs, reports and tests)."""
+        bwrap = self.backend == "bwrap"
+        if "pids" in self._cgroups:
+            processes = "cgroup pids.max per worker"
+        elif os.geteuid() != 0:
+            processes = "RLIMIT_NPROC"
+        else:
+            processes = "none before the deadline (root ignores RLIMIT_NPROC; no usable pids cgroup)"
+        memory = "RLIMIT_AS per process"
+        if "memory" in self._cgroups:
+            memory += " + memory cgroup per worker"
+        if self.limits.network:
+            network = "allowed (limits.network)"
+        elif bwrap or can_unshare_network():
+            network = "network namespace"
+        else:
+            network = "NOT isolated (cannot create a network namespace here)"
+        if bwrap:
+            cleanup, files = (
+                "PID namespace, server is PID 1 (kill(-1))",
+                "read-only root, private tmpfs /tmp, /dev/shm",
+            )
+        else:
+            cleanup, files = (
+                "subreaper server kills descendants",
+                "NOT isolated: writes wherever the user can",
+            )
+        return {
+            "processes": processes,
+            "memory": memory,
+            "network": network,
+            "cleanup": cleanup,
+            "filesystem": files,
+        }
+
+    def close(self) -> None:
+        """Stop every server; queued runs are cancelled, runs in flight finish first."""
+        self._finalizer()
+
+    def __enter__(self) -> ForkServerSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def make_sandbox(
+    backend: str = "auto", limits: SandboxLimits | None = None, workers: int | None = None
+) -> Sandbox:
+    """``"auto"``: bwrap where it works (probed once), else local; ``"bwrap"`` raises SandboxUnavailable
+    with the reason and the fix when it cannot run here."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown sandbox backend {backend!r}; choose one of {BACKENDS}")
+    if backend == "auto":
+        backend = "bwrap" if bwrap_available() else "local"
+    launcher = BwrapLauncher() if backend == "bwrap" else LocalLauncher()
+    return ForkServerSandbox(launcher, limits, workers)
+
+
+def _python_job(program: str, tests: str, stdin: str | None) -> dict:
+    return {"kind": "python", "program": program, "tests": tests, "stdin": stdin}

