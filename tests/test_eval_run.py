@@ -42,12 +42,27 @@ def run_eval(overrides: list[str], stages=("generate", "execute", "score")) -> d
 
 
 def test_interface_overrides_exist(tmp_path):
-    cfg = to_eval_config(compose_eval([
-        f"out={tmp_path}", f"benchmark.path={tmp_path}/b.jsonl", "gen.n=3", "gen.temperature=0.8", "gen.top_p=0.9",
-        "gen.max_new_tokens=64", "model=reference", "model.path=some/model",
-    ]))
+    cfg = to_eval_config(
+        compose_eval(
+            [
+                f"out={tmp_path}",
+                f"benchmark.path={tmp_path}/b.jsonl",
+                "gen.n=3",
+                "gen.temperature=0.8",
+                "gen.top_p=0.9",
+                "gen.max_new_tokens=64",
+                "model=reference",
+                "model.path=some/model",
+            ]
+        )
+    )
     assert (cfg.out, cfg.gen.n, cfg.gen.temperature, cfg.gen.top_p, cfg.gen.max_new_tokens) == (
-        str(tmp_path), 3, 0.8, 0.9, 64)
+        str(tmp_path),
+        3,
+        0.8,
+        0.9,
+        64,
+    )
     assert cfg.model.kind == "reference" and cfg.benchmark.path.endswith("b.jsonl")
     defaults = to_eval_config(compose_eval(["model.path=x"]))
     assert (defaults.gen.n, defaults.gen.temperature, defaults.gen.top_p) == (20, 0.2, 0.95)
@@ -59,8 +74,9 @@ def test_fixtures_check_themselves(tmp_path):
         m = ref["metrics"][split]
         assert m["pass@1"] == 1.0 and m["problems"] >= 12 and m["excess_code"] == 0.0
         assert "pass@5" not in m  # k > n is never reported
-    ident = run_eval(["benchmark=fixtures", "model=identity", "gen.n=1", "score.excess_code=false",
-                      f"out={tmp_path}/id"])
+    ident = run_eval(
+        ["benchmark=fixtures", "model=identity", "gen.n=1", "score.excess_code=false", f"out={tmp_path}/id"]
+    )
     assert all(m["pass@1"] == 0.0 for m in ident["metrics"].values())
     results = json.loads((tmp_path / "ref" / "results.json").read_text())
     assert set(results) >= {"metrics", "config"} and results["metrics"]["lazy"]["pass@1"] == 1.0
@@ -71,8 +87,13 @@ def test_fixtures_check_themselves(tmp_path):
 @pytest.mark.slow
 @pytest.mark.skipif(not HUMANEVALPACK.is_dir(), reason="needs ../shared/data/humanevalpack")
 def test_humanevalfix_python_reference_passes_all_and_identity_fails_all(tmp_path):
-    common = ["benchmark=humanevalfix", f"benchmark.path={HUMANEVALPACK}", "gen.n=1", "score.excess_code=false",
-              "sandbox.timeout_s=5"]
+    common = [
+        "benchmark=humanevalfix",
+        f"benchmark.path={HUMANEVALPACK}",
+        "gen.n=1",
+        "score.excess_code=false",
+        "sandbox.timeout_s=5",
+    ]
     ref = run_eval([*common, "model=reference", f"out={tmp_path}/ref"])["metrics"]["python"]
     assert (ref["problems"], ref["pass@1"]) == (164, 1.0)
     ident = run_eval([*common, "model=identity", f"out={tmp_path}/id"])["metrics"]["python"]
@@ -85,8 +106,20 @@ def _write_samples(out: Path, codes: dict[str, str]) -> None:
     out.mkdir(parents=True)
     with (out / "samples.jsonl").open("w") as fh:
         for i, (problem, code) in enumerate(codes.items()):
-            fh.write(json.dumps({"type": "sample", "problem": problem, "split": "descriptive", "index": 0,
-                                 "prompt": "", "completion": code, "code": code}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "type": "sample",
+                        "problem": problem,
+                        "split": "descriptive",
+                        "index": 0,
+                        "prompt": "",
+                        "completion": code,
+                        "code": code,
+                    }
+                )
+                + "\n"
+            )
             del i
 
 
@@ -104,8 +137,17 @@ def test_bad_completions_fail_with_a_status_that_says_why(tmp_path):
     }
     out = tmp_path / "bad"
     _write_samples(out, codes)
-    results = run_eval(["benchmark=fixtures", "benchmark.splits=[descriptive]", "model=identity", "gen.n=1",
-                        f"out={out}", "sandbox.timeout_s=2"], stages=("execute", "score"))
+    results = run_eval(
+        [
+            "benchmark=fixtures",
+            "benchmark.splits=[descriptive]",
+            "model=identity",
+            "gen.n=1",
+            f"out={out}",
+            "sandbox.timeout_s=2",
+        ],
+        stages=("execute", "score"),
+    )
     executions = {}
     for line in (out / "samples.jsonl").read_text().splitlines():
         record = json.loads(line)
@@ -140,13 +182,28 @@ def test_a_killed_run_resumes_without_redoing_finished_work(tmp_path):
 
 
 def test_stages_run_separately_from_the_command_line(tmp_path):
-    base = [sys.executable, "-m", "eval.run", "benchmark=fixtures", "model=reference", "gen.n=1",
-            "score.excess_code=false", f"out={tmp_path}"]
+    base = [
+        sys.executable,
+        "-m",
+        "eval.run",
+        "benchmark=fixtures",
+        "model=reference",
+        "gen.n=1",
+        "score.excess_code=false",
+        f"out={tmp_path}",
+    ]
     for stage in ("generate", "execute", "score"):
-        proc = subprocess.run([*base, f"stage={stage}"], cwd=REPO, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [*base, f"stage={stage}"], cwd=REPO, capture_output=True, text=True, timeout=300
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["metrics"]["descriptive"]["pass@1"] == 1.0
-    bad = subprocess.run([*base[:3], "benchmark=fixtures", "model=reference", f"benchmark.path={tmp_path}/none.jsonl"],
-                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [*base[:3], "benchmark=fixtures", "model=reference", f"benchmark.path={tmp_path}/none.jsonl"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode != 0 and "does not exist" in bad.stdout + bad.stderr

@@ -14,8 +14,14 @@ pytestmark = pytest.mark.slow
 
 def test_quickstart_runs_end_to_end(tmp_path):
     env = {**os.environ, "QUICKSTART_FAST": "1", "QUICKSTART_DIR": str(tmp_path)}
-    proc = subprocess.run(["bash", str(REPO / "scripts" / "quickstart.sh")], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=1500)
+    proc = subprocess.run(
+        ["bash", str(REPO / "scripts" / "quickstart.sh")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     manifest = json.loads((tmp_path / "data" / "manifest.json").read_text())
     assert manifest["input"] == manifest["kept"] + sum(manifest["dropped"].values())
