@@ -12,8 +12,15 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 
-# HumanEvalPack's JavaScript tests use console.assert, which only prints on failure.
-JS_PRELUDE = "console.assert = (ok, ...msg) => { if (!ok) { throw new Error('Assertion failed ' + msg.join(' ')); } };\n"
+# HumanEvalPack's JavaScript tests use console.assert, which only prints on failure; and one
+# solution (JavaScript/162) requires the npm package js-md5, served here by node's own crypto.
+JS_PRELUDE = (
+    "console.assert = (ok, ...msg) => { if (!ok) { throw new Error('Assertion failed ' + msg.join(' ')); } };\n"
+    "{ const M = require('module'); const load = M._load;\n"
+    "  M._load = function (name, ...rest) {\n"
+    "    if (name === 'js-md5') { return (s) => require('crypto').createHash('md5').update(s).digest('hex'); }\n"
+    "    return load.call(this, name, ...rest); }; }\n"
+)
 
 
 @dataclass(frozen=True)

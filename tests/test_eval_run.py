@@ -101,6 +101,29 @@ def test_humanevalfix_python_reference_passes_all_and_identity_fails_all(tmp_pat
     assert ident["statuses"].get("timeout", 0) == 3  # three buggy programs never end
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not HUMANEVALPACK.is_dir(), reason="needs ../shared/data/humanevalpack")
+@pytest.mark.parametrize("language, limit", [("js", None), ("cpp", 10), ("java", 10)])
+def test_humanevalfix_other_languages_check_themselves(tmp_path, language, limit):
+    from eval.languages import available_languages
+
+    if language not in available_languages():
+        pytest.skip(f"no toolchain for {language}")
+    common = [
+        "benchmark=humanevalfix",
+        f"benchmark.path={HUMANEVALPACK}",
+        f"benchmark.languages=[{language}]",
+        "gen.n=1",
+        "score.excess_code=false",
+        "sandbox.timeout_s=10",
+    ]
+    if limit:
+        common.append(f"benchmark.limit={limit}")
+    ref = run_eval([*common, "model=reference", f"out={tmp_path}/ref"])["metrics"][language]
+    ident = run_eval([*common, "model=identity", f"out={tmp_path}/id"])["metrics"][language]
+    assert (ref["problems"], ref["pass@1"], ident["pass@1"]) == (limit or 164, 1.0, 0.0)
+
+
 def _write_samples(out: Path, codes: dict[str, str]) -> None:
     """Samples made elsewhere (stage=generate on another machine): one per fixture problem."""
     out.mkdir(parents=True)
