@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -230,3 +231,15 @@ def test_stages_run_separately_from_the_command_line(tmp_path):
         timeout=120,
     )
     assert bad.returncode != 0 and "does not exist" in bad.stdout + bad.stderr
+
+
+def test_metrics_go_to_wandb_when_asked(tmp_path):
+    run_eval(["benchmark=fixtures", "model=reference", "gen.n=1", "score.excess_code=false", "wandb.enabled=true",
+              f"out={tmp_path}"])
+    [offline] = list((tmp_path / "wandb").glob("offline-run-*"))
+    records = next(offline.glob("run-*.wandb"))
+    for _ in range(100):  # wandb's service process writes the file after finish() returns
+        if b"descriptive/pass@1" in records.read_bytes():
+            break
+        time.sleep(0.1)
+    assert b"descriptive/pass@1" in records.read_bytes()
