@@ -35,7 +35,7 @@ def command_job(language: str, program: str, tests: str) -> CommandJob:
     if language == "js":
         return CommandJob(["node", "main.js"], {"main.js": JS_PRELUDE + source})
     if language == "cpp":
-        return CommandJob(["sh", "-c", "g++ -std=c++17 -O1 -o main main.cpp && ./main"], {"main.cpp": source})
+        return CommandJob(["sh", "-c", "g++ -std=c++17 -O1 -o main main.cpp -lcrypto && ./main"], {"main.cpp": source})
     if language == "java":
         return CommandJob(
             ["sh", "-c", "javac -J-Xmx256m Main.java && java -Xmx256m -XX:+UseSerialGC Main"],

@@ -18,6 +18,17 @@ HUB_ID = "bigcode/humanevalpack"
 FIELDS = ("task_id", "declaration", "buggy_solution", "canonical_solution", "test", "entry_point")
 
 
+def _join(declaration: str, solution: str) -> str:
+    """declaration + solution, minus lines the declaration already holds (CPP/38's declaration
+    ends with the first lines of the function body, which the solutions repeat)."""
+    head = declaration.rstrip("\n").split("\n")
+    body = [line.strip() for line in solution.split("\n")]
+    for k in range(min(len(head), len(body)) - 1, 1, -1):
+        if [line.strip() for line in head[-k:]] == body[:k] and any(body[:k]):
+            return "\n".join(head[:-k]) + "\n" + solution
+    return declaration + solution
+
+
 def problem_from_humanevalpack(record: dict[str, Any], language: str, where: str) -> Problem:
     for key in FIELDS:
         if not isinstance(record.get(key), str):
@@ -28,8 +39,8 @@ def problem_from_humanevalpack(record: dict[str, Any], language: str, where: str
     return Problem(
         id=record["task_id"],
         name=record["task_id"].replace("/", "_"),
-        before=record["declaration"] + record["buggy_solution"],
-        after=record["declaration"] + record["canonical_solution"],
+        before=_join(record["declaration"], record["buggy_solution"]),
+        after=_join(record["declaration"], record["canonical_solution"]),
         tests=tests,
         instructions={language: f"Fix bugs in {record['entry_point']}."},
         language=language,

@@ -49,12 +49,29 @@ def bwrap_argv(binary: str, profile: Profile, userns: bool = True) -> list[str]:
     argv = [binary, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
     argv += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp", "--dir", WORK_DIR]
     argv += ["--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"]
+    for path in _hidden_host_paths():  # an interpreter or checkout under /tmp stays visible, read-only
+        argv += ["--ro-bind", path, path]
     argv += ["--unshare-user", "--disable-userns"] if userns else []
     argv += ["--unshare-pid", "--as-pid-1", "--unshare-ipc"]
     argv += ["--unshare-uts", "--hostname", "sandbox", "--unshare-cgroup-try"]
     argv += [] if profile.network else ["--unshare-net"]
     argv += ["--cap-drop", "ALL", "--die-with-parent", "--new-session", "--chdir", WORK_DIR]
     return argv
+
+
+def _hidden_host_paths() -> list[str]:
+    """Host paths the sandbox needs (the interpreter, its environment, the harness) that the
+    private /tmp and /dev/shm would otherwise hide, e.g. a virtualenv in a checkout under /tmp."""
+    needed = {
+        sys.prefix,
+        sys.base_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+        os.path.dirname(os.path.abspath(sys.executable)),
+        os.path.dirname(HARNESS),
+    }
+    hidden = [p for p in needed if p.startswith(("/tmp/", "/dev/shm/")) and os.path.exists(p)]
+    # A parent bound first would be shadowed by nothing; bind shortest paths first so children nest.
+    return sorted(set(hidden), key=len)
 
 
 class BwrapLauncher:
@@ -72,6 +89,7 @@ class BwrapLauncher:
             "mode": "init",
             "work_dir": WORK_DIR,
             "scratch_dirs": ["/tmp", "/dev/shm"],
+            "keep_paths": _hidden_host_paths(),
             "nproc_base": 2,
             "unshare_net": False,  # bwrap already did, unless the profile allows the network
         }

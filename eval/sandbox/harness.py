@@ -113,6 +113,7 @@ class Server:
             raise RuntimeError("init mode needs a fresh PID namespace with this server as PID 1")
         self.work_dir = config["work_dir"]
         self.scratch = {path: os.stat(path).st_mode & 0o7777 for path in config["scratch_dirs"]}
+        self.keep = frozenset(config.get("keep_paths", ()))
         self.nproc_base = config["nproc_base"]
         self.libc = ctypes.CDLL(None, use_errno=True)
         self.pid = os.getpid()
@@ -310,7 +311,7 @@ class Server:
     def _empty_scratch(self) -> None:
         for path, mode in self.scratch.items():
             os.chmod(path, mode)
-            _empty_dir(path)
+            _empty_dir(path, self.keep)
         os.makedirs(self.work_dir, exist_ok=True)
 
     def _child(self, job: dict, stdin_fd: int, pipes: dict[str, tuple[int, int]]) -> NoReturn:
@@ -503,14 +504,18 @@ def _write_file(path: str, text: str) -> None:
         f.write(text)
 
 
-def _empty_dir(path: str) -> None:
-    """Delete everything inside ``path``, including folders the program made unreadable."""
+def _empty_dir(path: str, keep: frozenset[str] = frozenset()) -> None:
+    """Delete everything inside ``path``, including folders the program made unreadable,
+    except the read-only binds in ``keep`` (and the folders that lead to them)."""
     with os.scandir(path) as entries:
         for entry in list(entries):
+            if entry.path in keep:
+                continue
             if entry.is_dir(follow_symlinks=False):
                 os.chmod(entry.path, 0o700)
-                _empty_dir(entry.path)
-                os.rmdir(entry.path)
+                _empty_dir(entry.path, keep)
+                if not any(k.startswith(entry.path + "/") for k in keep):
+                    os.rmdir(entry.path)
             else:
                 os.unlink(entry.path)
 
