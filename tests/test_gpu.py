@@ -79,3 +79,32 @@ def test_flash_attention_bf16_step_on_a_1b_model():
         else None
     )
     print(f"\nFA2 bf16 1B: {tokens_per_s:.0f} tokens/s, MFU {mfu}, device {torch.cuda.get_device_name()}")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="needs vllm")
+def test_vllm_backend_generates_from_a_local_model(tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    from eval.benchmarks import load_benchmark
+    from eval.generate import build_requests
+    from eval.generation import SamplingConfig, make_generator
+    from train.config import TinyModelConfig
+    from train.formats import FORMATS
+    from train.modeling import tiny_llama_config, train_tiny_tokenizer
+    from train.synthetic_edits import synthetic_edits
+
+    fmt = FORMATS["editcoder"]
+    rows = synthetic_edits(200)
+    tokenizer = train_tiny_tokenizer(
+        [fmt.prompt(r["before"], r["instruction"]) + r["after"] for r in rows], 512
+    )
+    model = AutoModelForCausalLM.from_config(tiny_llama_config(TinyModelConfig(hidden_size=128), tokenizer))
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    requests = build_requests(load_benchmark("fixtures").problems[:2], ["descriptive"], fmt)
+    generator = make_generator("vllm", fmt, {"path": str(tmp_path), "gpu_memory_utilization": 0.3})
+    out = list(generator.generate(requests, 4, SamplingConfig(max_new_tokens=16)))
+    generator.close()
+    assert len(out) == 2 and all(
+        len(texts) == 4 and all(isinstance(t, str) for t in texts) for _, texts in out
+    )
