@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole path on one CPU machine: mine this repository's history, filter and dedup it,
 # train the tiny recipe, evaluate on the fixtures and a HumanEvalFix sample, print the table.
-#   bash scripts/quickstart.sh                 # about 10 minutes on 2 cores
+#   bash scripts/quickstart.sh                     # a minute or two on 2 cores
 #   QUICKSTART_FAST=1 bash scripts/quickstart.sh   # the shortened run CI exercises
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
