@@ -103,17 +103,13 @@ class EvalRun:
         generator = make_generator(
             kind, self.fmt, _generator_options(cfg) if cfg.model.kind == "model" else {}
         )
+        # Chat prompts are rendered with the model's template; openai takes the messages instead.
         tokenizer = getattr(generator, "tokenizer", None)
-        requests = build_requests(list(self.problems.values()), self.splits, self.fmt, tokenizer)
-        if self.fmt.name == "chat" and kind == "vllm":
+        if tokenizer is None and self.fmt.name == "chat" and kind == "vllm":
             from transformers import AutoTokenizer
 
-            requests = build_requests(
-                list(self.problems.values()),
-                self.splits,
-                self.fmt,
-                AutoTokenizer.from_pretrained(cfg.model.path),
-            )
+            tokenizer = AutoTokenizer.from_pretrained(cfg.model.path)
+        requests = build_requests(list(self.problems.values()), self.splits, self.fmt, tokenizer)
         sampling = SamplingConfig(
             cfg.gen.temperature, cfg.gen.top_p, cfg.gen.max_new_tokens, self.fmt.stop, cfg.gen.seed
         )
