@@ -6,7 +6,7 @@ the model must produce; `extract` recovers code from a generated completion.
 
 >>> fmt = FORMATS["editcoder"]
 >>> fmt.prompt("x = 1\\n", "Make x two")
-'## Code Before:\\nx = 1\\n## Instruction:\\nMake x two\\n## Code After:\\n'
+'## Code Before:\\nx = 1\\n\\n## Instruction:\\nMake x two\\n## Code After:\\n'
 >>> fmt.completion("x = 2\\n")
 'x = 2\\n'
 """
@@ -23,22 +23,37 @@ CHAT_SYSTEM_PROMPT = (
     "code and the instruction given. Only produce the code, do not include any additional prose."
 )
 
-_FENCE = re.compile(r"```([^\n`]*)\n(.*?)(?:```|\Z)", re.DOTALL)
+# The one worked example of CanItEdit's chat prompt (the paper's Fig. 6b; nuprl/CanItEdit
+# benchmark/generate_completions.py, `openai_edit_prompt_1shot`).
+CHAT_SHOT_USER = (
+    "## Code Before\n```py\ndef add(a, b):\n    return a + b\n```\n\n## Instruction\n"
+    'Add a "sub" function that subtracts two numbers. Also write docstrings for both functions '
+    "and change a,b to x,y."
+)
+CHAT_SHOT_ASSISTANT = (
+    '## Code After\n```py\ndef add(x, y):\n    """Adds two numbers."""\n    return x + y\n\n'
+    'def sub(x, y):\n    """Subtracts two numbers."""\n    return x - y\n```'
+)
+
+# Fences open and close at the start of a line, as CanItEdit's `python_markdown_codeblock_extract`.
+_FENCE = re.compile(r"^```([^\n]*)\n(.*?)(?:^```|\Z)", re.DOTALL | re.MULTILINE)
 _LANG_TAG = re.compile(r"^[A-Za-z0-9_+#.-]{1,20}$")
 
 
 def first_fenced_block(text: str) -> str | None:
-    """Code of the first fenced block, or None.
+    """Code of the first fenced block, or None when there is no fence.
 
-    A fence without a language tag keeps its first line (the text after ``` is code).
+    A fence without a language tag keeps its first line (the text after ``` is code). Every
+    line of the result ends with a newline.
     """
     match = _FENCE.search(text)
     if match is None:
         return None
     tag, body = match.group(1).strip(), match.group(2)
-    if tag and not _LANG_TAG.match(tag):  # "```x = 1" style: the tag line is code
+    # Deliberately unlike CanItEdit's extractors, which drop that line: "```x = 1" keeps "x = 1".
+    if tag and not _LANG_TAG.match(tag):
         body = match.group(1) + "\n" + body
-    return body
+    return body if body == "" or body.endswith("\n") else body + "\n"  # an unclosed block's last line too
 
 
 @dataclass(frozen=True)
@@ -68,13 +83,18 @@ class PromptFormat:
 
 @dataclass(frozen=True)
 class ChatFormat(PromptFormat):
-    """Chat models: the tokenizer's chat template, the PythonEditGPT system prompt, fenced code."""
+    """Chat models, as CanItEdit prompts them (the paper's Fig. 6b): the PythonEditGPT system
+    prompt, one worked example, the code in a ```py fence; rendered by the tokenizer's chat template."""
+
+    shot: tuple[tuple[str, str], ...] = (("user", CHAT_SHOT_USER), ("assistant", CHAT_SHOT_ASSISTANT))
 
     def messages(self, before: str, instruction: str) -> list[dict[str, str]]:
         """The conversation, for chat APIs that take messages rather than text."""
         return [
             {"role": "system", "content": CHAT_SYSTEM_PROMPT},
-            {"role": "user", "content": self.template.format(before=before, instruction=instruction)},
+            *({"role": role, "content": content} for role, content in self.shot),
+            # upstream strips the formatted message (an instruction's trailing newline goes)
+            {"role": "user", "content": self.template.format(before=before, instruction=instruction).strip()},
         ]
 
     def prompt(self, before: str, instruction: str, tokenizer: Any = None) -> str:
@@ -85,8 +105,9 @@ class ChatFormat(PromptFormat):
         )
 
     def extract(self, generated: str) -> str:
+        """The first fenced block; "" when the answer has no fence, as upstream."""
         block = first_fenced_block(generated)
-        return block if block is not None else generated
+        return block if block is not None else ""
 
 
 FORMATS: dict[str, PromptFormat] = {
@@ -95,7 +116,8 @@ FORMATS: dict[str, PromptFormat] = {
         PromptFormat(
             name="editcoder",
             template="## Code Before:\n{before}\n## Instruction:\n{instruction}\n## Code After:\n",
-            stop=("\n## Code Before:", "\n## Instruction:"),
+            # CanItEdit's stop list for EditCoder and other direct (base) models
+            stop=("## Code After:", "## Instruction:", "## Code Before:"),
         ),
         PromptFormat(
             name="starcoder",
@@ -110,8 +132,9 @@ FORMATS: dict[str, PromptFormat] = {
         ),
         ChatFormat(
             name="chat",
-            template="## Code Before\n```python\n{before}\n```\n## Instruction\n{instruction}",
-            completion_template="```python\n{after}\n```",
+            # upstream's final user turn: no blank line before "## Instruction", unlike its example
+            template="## Code Before\n```py\n{before}\n```\n## Instruction\n{instruction}",
+            completion_template="## Code After\n```py\n{after}\n```",
         ),
     )
 }
