@@ -8,6 +8,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 
 STAGES = ("generate", "execute", "score", "all")
+VARIANTS = ("fix", "fixtests", "fixdocs")  # HumanEvalFix: what the prompt shows besides the buggy code
 
 
 @dataclass
@@ -19,6 +20,7 @@ class BenchmarkConfig:
     languages: list[str] = field(default_factory=lambda: ["python"])  # humanevalfix splits
     splits: list[str] | None = None  # score only these splits
     limit: int | None = None  # the first N problems (quick runs)
+    variant: str = "fixtests"  # humanevalfix: fix | fixtests | fixdocs (bigcode's standard: fixtests)
 
 
 @dataclass
@@ -51,17 +53,21 @@ class BackendConfig:
 
 @dataclass
 class GenConfig:
+    """Sampling as the CanItEdit paper: 20 samples, temperature 0.2, top-p 0.95, up to 8192 new tokens."""
+
     n: int = 20
     temperature: float = 0.2
     top_p: float = 0.95
-    max_new_tokens: int = 1024
+    # hf and vllm give each request at most what its prompt leaves of the model's context
+    max_new_tokens: int = 8192
     seed: int = 0
 
 
 @dataclass
 class SandboxConfig:
     backend: str = "auto"  # auto | bwrap | local
-    timeout_s: float = 10.0
+    timeout_s: float = 15.0  # per program, as MultiPL-E's runner that CanItEdit executes with
+    coverage_timeout_s: float = 60.0  # per coverage run, as CanItEdit's evaluator_overlay.py
     memory_mb: int = 2048
     workers: int | None = None
     max_code_bytes: int = 200_000  # larger completions fail as too_large without running
@@ -100,6 +106,10 @@ class EvalConfig:
             raise ValueError(f"backend={self.backend.name} needs model.path=<hf folder or hub id>")
         if self.gen.n < 1:
             raise ValueError(f"gen.n must be >= 1, got {self.gen.n}")
+        if self.gen.max_new_tokens < 1:
+            raise ValueError(f"gen.max_new_tokens must be >= 1, got {self.gen.max_new_tokens}")
+        if self.benchmark.variant not in VARIANTS:
+            raise ValueError(f"benchmark.variant={self.benchmark.variant!r}: choose one of {VARIANTS}")
 
     def as_dict(self) -> dict[str, Any]:
         from dataclasses import asdict

@@ -73,6 +73,46 @@ def test_hf_backend_samples_from_a_tiny_model_on_cpu(tiny_model_dir, tmp_path):
     assert len({s["completion"] for s in samples.values()}) > 1  # sampling at temperature 0.2 varies
 
 
+@pytest.fixture(scope="module")
+def short_context_model(tiny_model_dir, tmp_path_factory) -> tuple[Path, int]:
+    """The tiny model with a context 48 tokens longer than the longest test prompt, and that context."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    context = max(len(tokenizer(r.prompt)["input_ids"]) for r in _requests(2)) + 48
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    model.config.max_position_embeddings = context
+    model.generation_config.eos_token_id = None  # never stop early: run into the limit
+    out = tmp_path_factory.mktemp("short")
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out, context
+
+
+def test_hf_backend_gives_each_request_what_its_prompt_leaves_of_the_context(short_context_model):
+    from dataclasses import replace
+
+    from transformers import AutoTokenizer
+
+    path, context = short_context_model
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    generator = make_generator("hf", FMT, {"path": str(path), "batch_size": 1})
+
+    def run(max_new_tokens: int, request) -> list[str]:
+        [(_, texts)] = generator.generate([request], 2, SamplingConfig(max_new_tokens=max_new_tokens, seed=3))
+        return texts
+
+    for request in _requests(2)[:2]:
+        room = context - len(tokenizer(request.prompt)["input_ids"])
+        capped = run(8192, request)  # the paper's cap: the request ends where the context does
+        assert capped == run(room, request)  # same seed, same budget: the same samples
+        shorter = run(room - 4, request)
+        assert shorter != capped and all(c.startswith(s) for c, s in zip(capped, shorter, strict=True))
+    too_long = replace(request.problem, before="x = 1\n" * 200)
+    [request] = build_requests([too_long], ["descriptive"], FMT)
+    assert run(8192, request) == ["", ""]  # no room left: empty completions, no crash
+
+
 class _Handler(BaseHTTPRequestHandler):
     calls: list[dict] = []
     fail_first = 0

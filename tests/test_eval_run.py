@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -42,31 +44,76 @@ def run_eval(overrides: list[str], stages=("generate", "execute", "score")) -> d
         run.close()
 
 
-def test_interface_overrides_exist(tmp_path):
-    cfg = to_eval_config(
-        compose_eval(
-            [
-                f"out={tmp_path}",
-                f"benchmark.path={tmp_path}/b.jsonl",
-                "gen.n=3",
-                "gen.temperature=0.8",
-                "gen.top_p=0.9",
-                "gen.max_new_tokens=64",
-                "model=reference",
-                "model.path=some/model",
-            ]
-        )
+class _RecordingEndpoint(BaseHTTPRequestHandler):
+    """An OpenAI-compatible /completions endpoint that records each request body."""
+
+    bodies: list[dict] = []
+
+    def log_message(self, *args):
+        return None
+
+    def do_POST(self):  # noqa: N802  (http.server's naming)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).bodies.append(body)
+        payload = json.dumps({"choices": [{"text": "x = 1\n"}] * body["n"]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+@pytest.fixture
+def endpoint():
+    _RecordingEndpoint.bodies = []
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _RecordingEndpoint)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _requests_sent(endpoint: str, out: Path, overrides: list[str]) -> list[dict]:
+    """Run the generate stage against the recording endpoint; the request bodies it received."""
+    _RecordingEndpoint.bodies = []
+    common = ["benchmark=fixtures", "benchmark.limit=1", "backend=openai", "backend.chat=false"]
+    run_eval(
+        [*common, f"backend.base_url={endpoint}", "model.name=served", f"out={out}", *overrides],
+        stages=("generate",),
     )
-    assert (cfg.out, cfg.gen.n, cfg.gen.temperature, cfg.gen.top_p, cfg.gen.max_new_tokens) == (
-        str(tmp_path),
+    return list(_RecordingEndpoint.bodies)
+
+
+def test_interface_overrides_reach_the_config_and_the_generation_request(tmp_path, endpoint):
+    overrides = ["gen.n=3", "gen.temperature=0.8", "gen.top_p=0.9", "gen.max_new_tokens=64", "gen.seed=7"]
+    cfg = to_eval_config(compose_eval([*overrides, f"out={tmp_path}", "model=reference"]))
+    assert (cfg.gen.n, cfg.gen.temperature, cfg.gen.top_p, cfg.gen.max_new_tokens, cfg.gen.seed) == (
         3,
         0.8,
         0.9,
         64,
+        7,
     )
-    assert cfg.model.kind == "reference" and cfg.benchmark.path.endswith("b.jsonl")
-    defaults = to_eval_config(compose_eval(["model.path=x"]))
-    assert (defaults.gen.n, defaults.gen.temperature, defaults.gen.top_p) == (20, 0.2, 0.95)
+    assert cfg.model.kind == "reference" and cfg.out == str(tmp_path)
+    sent = _requests_sent(endpoint, tmp_path / "over", overrides)
+    assert len(sent) == 2  # one problem, two instruction kinds
+    for body in sent:
+        assert (body["n"], body["temperature"], body["top_p"], body["max_tokens"], body["seed"]) == (
+            3,
+            0.8,
+            0.9,
+            64,
+            7,
+        )
+    assert sent[0]["prompt"].startswith("## Code Before:\n")
+    # without overrides: the CanItEdit paper's sampling, up to 8192 new tokens
+    default = _requests_sent(endpoint, tmp_path / "default", [])
+    for body in default:
+        assert (body["n"], body["temperature"], body["top_p"], body["max_tokens"]) == (20, 0.2, 0.95, 8192)
+    samples = [json.loads(line) for line in (tmp_path / "default" / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 2 * 20 and samples[0]["code"] == "x = 1\n"
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        to_eval_config(compose_eval(["gen.max_new_tokens=0", "model=reference"])).validate()
 
 
 def test_fixtures_check_themselves(tmp_path):
@@ -234,8 +281,16 @@ def test_stages_run_separately_from_the_command_line(tmp_path):
 
 
 def test_metrics_go_to_wandb_when_asked(tmp_path):
-    run_eval(["benchmark=fixtures", "model=reference", "gen.n=1", "score.excess_code=false", "wandb.enabled=true",
-              f"out={tmp_path}"])
+    run_eval(
+        [
+            "benchmark=fixtures",
+            "model=reference",
+            "gen.n=1",
+            "score.excess_code=false",
+            "wandb.enabled=true",
+            f"out={tmp_path}",
+        ]
+    )
     [offline] = list((tmp_path / "wandb").glob("offline-run-*"))
     records = next(offline.glob("run-*.wandb"))
     for _ in range(100):  # wandb's service process writes the file after finish() returns

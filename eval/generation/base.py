@@ -3,6 +3,9 @@
 A backend gets `GenerationRequest`s (a problem, a split and the prompt built in the
 model's format) and yields `(request, completions)` as soon as a request's completions
 exist, so the runner can append them to samples.jsonl before the next batch starts.
+
+`max_new_tokens` is a cap: backends that know the model's context (hf, vllm) give each
+request at most what its prompt leaves of it (`new_token_budget`).
 """
 
 from __future__ import annotations
@@ -31,9 +34,20 @@ class GenerationRequest:
 class SamplingConfig:
     temperature: float = 0.2
     top_p: float = 0.95
-    max_new_tokens: int = 1024
+    max_new_tokens: int = 8192  # the CanItEdit paper's limit
     stop: tuple[str, ...] = ()
     seed: int = 0
+
+
+def new_token_budget(max_new_tokens: int, prompt_tokens: int, context: int | None) -> int:
+    """New tokens a request may have: the cap, or what the prompt leaves of the context if less.
+
+    >>> new_token_budget(8192, 1000, 4096), new_token_budget(8192, 1000, None), new_token_budget(64, 5000, 4096)
+    (3096, 8192, 0)
+    """
+    if context is None:
+        return max_new_tokens
+    return max(min(max_new_tokens, context - prompt_tokens), 0)
 
 
 class Generator(Protocol):

@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from eval.generation.base import GenerationRequest, SamplingConfig
+from eval.generation.base import GenerationRequest, SamplingConfig, new_token_budget
+
+log = logging.getLogger(__name__)
+# Config keys under which architectures give their maximum positions (Llama, GPT-2, others).
+CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
+
+
+def model_context(config) -> int | None:
+    """The most positions the model takes (prompt + new tokens), or None when its config says not."""
+    for key in CONTEXT_KEYS:
+        value = getattr(config, key, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
 
 
 class HFGenerator:
@@ -36,14 +50,29 @@ class HFGenerator:
         )
         self.model.to(self.device).eval()
         self.model.generation_config.pad_token_id = self.tokenizer.pad_token_id
+        self.context = model_context(self.model.config)
         self.batch_size = batch_size
 
     def generate(
         self, requests: Sequence[GenerationRequest], n: int, sampling: SamplingConfig
     ) -> Iterator[tuple[GenerationRequest, list[str]]]:
         torch.manual_seed(sampling.seed)
-        for start in range(0, len(requests), self.batch_size):
-            batch = list(requests[start : start + self.batch_size])
+        lengths = {id(r): len(self.tokenizer(r.prompt)["input_ids"]) for r in requests}
+        budgets = {
+            id(r): new_token_budget(sampling.max_new_tokens, lengths[id(r)], self.context) for r in requests
+        }
+        for request in requests:
+            if budgets[id(request)] == 0:
+                log.warning(
+                    "%s/%s: the prompt fills the model's context; no tokens left to generate",
+                    request.problem.id,
+                    request.split,
+                )
+                yield request, [""] * n
+        # Similar lengths share a batch: left padding makes the batch as long as its longest prompt.
+        todo = sorted((r for r in requests if budgets[id(r)] > 0), key=lambda r: lengths[id(r)])
+        for start in range(0, len(todo), self.batch_size):
+            batch = todo[start : start + self.batch_size]
             inputs = self.tokenizer([r.prompt for r in batch], return_tensors="pt", padding=True).to(
                 self.device
             )
@@ -54,7 +83,7 @@ class HFGenerator:
                     do_sample=sample,
                     temperature=sampling.temperature if sample else None,
                     top_p=sampling.top_p if sample else None,
-                    max_new_tokens=sampling.max_new_tokens,
+                    max_new_tokens=min(budgets[id(r)] for r in batch),
                     num_return_sequences=n,
                     stop_strings=list(sampling.stop) or None,
                     tokenizer=self.tokenizer,

@@ -1,10 +1,17 @@
-"""vLLM on GPUs: `LLM.generate(prompts, SamplingParams(n, temperature, top_p, max_tokens, stop))`."""
+"""vLLM on GPUs: `LLM.generate(prompts, SamplingParams(n, temperature, top_p, max_tokens, stop))`.
+
+Each prompt gets its own `SamplingParams` whose `max_tokens` is the cap or what the prompt
+leaves of the model's context (`max_model_len`), whichever is smaller.
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 
-from eval.generation.base import GenerationRequest, SamplingConfig
+from eval.generation.base import GenerationRequest, SamplingConfig, new_token_budget
+
+log = logging.getLogger(__name__)
 
 
 class VLLMGenerator:
@@ -34,6 +41,8 @@ class VLLMGenerator:
             max_model_len=max_model_len,
             trust_remote_code=trust_remote_code,
         )
+        self.tokenizer = self.llm.get_tokenizer()
+        self.context = self.llm.llm_engine.model_config.max_model_len  # max_model_len, or the model's own
         self.batch_size = batch_size  # prompts per generate call: bounds what a crash can lose
 
     def generate(
@@ -41,16 +50,33 @@ class VLLMGenerator:
     ) -> Iterator[tuple[GenerationRequest, list[str]]]:
         from vllm import SamplingParams
 
-        params = SamplingParams(
-            n=n,
-            temperature=sampling.temperature,
-            top_p=sampling.top_p,
-            max_tokens=sampling.max_new_tokens,
-            stop=list(sampling.stop) or None,
-            seed=sampling.seed,
-        )
         for start in range(0, len(requests), self.batch_size):
-            batch = list(requests[start : start + self.batch_size])
+            batch, params = [], []
+            for request in requests[start : start + self.batch_size]:
+                budget = new_token_budget(
+                    sampling.max_new_tokens, len(self.tokenizer.encode(request.prompt)), self.context
+                )
+                if budget == 0:
+                    log.warning(
+                        "%s/%s: the prompt fills the model's context; no tokens left to generate",
+                        request.problem.id,
+                        request.split,
+                    )
+                    yield request, [""] * n
+                    continue
+                batch.append(request)
+                params.append(
+                    SamplingParams(
+                        n=n,
+                        temperature=sampling.temperature,
+                        top_p=sampling.top_p,
+                        max_tokens=budget,
+                        stop=list(sampling.stop) or None,
+                        seed=sampling.seed,
+                    )
+                )
+            if not batch:
+                continue
             outputs = self.llm.generate([r.prompt for r in batch], params, use_tqdm=True)
             for request, output in zip(batch, outputs, strict=True):
                 yield request, [o.text for o in output.outputs]
