@@ -3,48 +3,50 @@
 CanItEdit (nuprl/CanItEdit, `benchmark/evaluator_overlay.py` + `benchmark/pass_k.py`, run on
 MultiPL-E's evaluator) does, per completion that passed (status OK, exit code 0):
 
-1. program = completion + "\\n" + tests, one file (MultiPL-E `main.py`; the prompt is "").
-   Its tests begin with "### START TESTS ###\\nif True:  # pragma: no cover", so coverage.py
-   excludes the whole test block and only the program's lines can be missing.
-2. `coverage run` on that file, `coverage report -m` with `.coveragerc`
+1. program = completion + "\\n" + tests, one file. CanItEdit's tests begin with
+   "### START TESTS ###\\nif True:  # pragma: no cover", so coverage.py excludes the test
+   block; plain-assert tests are measured with the program, as upstream does.
+2. `coverage run` on that file, then `coverage report -m` with `.coveragerc`
    `[report] exclude_also = @(abc\\.)?abstractmethod` (an excluded decorator excludes the whole
-   function), line coverage; the "Missing" column gives the uncovered lines. A run that fails
-   or times out records no coverage and the completion is left out of ExcessCode.
+   function), line coverage. It parses the "Cover" percent and, below 100, the "Missing"
+   column, expanding each range "a-b" to every line from a to b: a range that spans blank,
+   comment or continuation lines between two missed statements counts those lines too. A run
+   that fails or times out (60 s) records no coverage and the completion is left out.
 3. ratio = len(missing) / len(list(difflib.Differ().compare(before.splitlines(),
-   program_no_test.splitlines()))), program_no_test = program cut at "### START TESTS ###\\n",
-   i.e. completion + "\\n". The Differ count has every line: unchanged ("  "), removed ("- "),
-   added ("+ ") and the "? " hint lines it writes under similar replaced lines.
+   program_no_test.splitlines()))), program_no_test = program cut at "### START TESTS ###\\n"
+   (the whole program when the tests have no such line). The Differ count has every line:
+   unchanged ("  "), removed ("- "), added ("+ ") and the "? " hint lines.
 4. mean of the ratios over a problem's passing completions; problems without one are skipped;
    mean over problems, x 100 (`excess_code`). ExcessCodeSE is np.std (ddof=0) / sqrt(#problems).
+   Its v1 metric (the seed paper's Table 3 ExcessCode) is the mean over problems of the median
+   of (100 - Cover) of the passing completions, which pass_k.py still prints as
+   "MeanMedianCoverage" (`mean_median_coverage`).
 
-`coverage_of` reproduces 1-2 for tests in any form: it runs program + "\\n" + tests with the same
-exclusions and counts only the program's line range (what the pragma achieves upstream), so
-helpers in plain-assert tests never count. Usage, as samples finish:
+We run step 2 inside the sandbox (coverage.py is pre-imported in every worker and measures
+the program in its own process: `ForkServerSandbox.run(..., coverage=True)`), read the same
+numbers from coverage.py's analysis, and format and expand "Missing" with coverage.py's own
+`format_lines`, so the count is the one upstream parses. Usage, as samples finish:
 
-    report = coverage_of(completion, problem["tests"])   # CoverageError: leave the sample out
-    ratio = excess_code_of(problem["before"], completion, len(report.uncovered_line_numbers))
+    reports = coverage_reports(sandbox, [(completion, problem.tests), ...], limits)
+    ratio = excess_code_of(problem.before, completion, problem.tests, report)
     ...
     results["excess_code"] = excess_code({pid: ratios_of_passing_samples, ...})
 """
 
 from __future__ import annotations
 
-import contextlib
 import difflib
-import json
 import math
-import os
-import signal
-import subprocess
-import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
+from coverage.results import display_covered, format_lines
 
-# CanItEdit's benchmark/.coveragerc: `exclude_also` keeps the default "pragma: no cover" rule.
+from eval.sandbox import ExecutionResult, Sandbox, SandboxLimits
+
+START_TESTS = "### START TESTS ###\n"  # where CanItEdit cuts program_no_test
+# CanItEdit's benchmark/.coveragerc; the sandbox applies the same exclusion (harness.COVERAGE_EXCLUDE).
 COVERAGERC = "[report]\nexclude_also =\n    @(abc\\.)?abstractmethod\n"
 
 
@@ -54,16 +56,19 @@ class CoverageError(RuntimeError):
 
 @dataclass(frozen=True)
 class CoverageReport:
-    """Line coverage of the program's own lines (1-based line numbers; the tests are not counted).
+    """coverage.py's line coverage of the whole file (completion + "\\n" + tests), 1-based lines.
 
-    `total_lines` counts executable statements after exclusions, as coverage.py's "Stmts".
+    ``statements`` are the executable statements after exclusions (coverage.py's "Stmts").
     """
 
-    total_lines: int
-    covered_lines: int
-    uncovered_line_numbers: list[int]
+    statements: list[int]
+    missing: list[int]
     excluded: list[int]
-    covered_line_numbers: list[int]
+
+    @property
+    def covered(self) -> list[int]:
+        missing = set(self.missing)
+        return [n for n in self.statements if n not in missing]
 
     @property
     def percent(self) -> int:
@@ -72,91 +77,77 @@ class CoverageReport:
         It never rounds up to 100 or down to 0 while lines are missing or covered
         (coverage.results.display_covered at precision 0).
         """
-        if self.total_lines == 0:
+        if not self.statements:
             return 100
-        pc = 100.0 * self.covered_lines / self.total_lines
-        if 0 < pc < 1:
-            return 1
-        if 99 < pc < 100:
-            return 99
-        return round(pc)
+        return int(display_covered(100.0 * len(self.covered) / len(self.statements), 0))
+
+    @property
+    def reported_missing(self) -> list[int]:
+        """The lines CanItEdit counts: the "Missing" column with every range expanded."""
+        if self.percent == 100 or not self.missing:
+            return []
+        lines: list[int] = []
+        for part in format_lines(self.statements, self.missing).split(", "):
+            start, _, end = part.partition("-")
+            lines.extend(range(int(start), int(end or start) + 1))
+        return lines
+
+    @classmethod
+    def from_result(cls, result: ExecutionResult) -> CoverageReport:
+        """The coverage a sandboxed run measured; CoverageError when it has none."""
+        if not result.passed:
+            raise CoverageError(f"the program did not pass under coverage ({result.status}): {result.detail}")
+        measured = result.coverage or {"error": "the run measured no coverage"}
+        if "error" in measured:
+            raise CoverageError(str(measured["error"]))
+        return cls(sorted(measured["statements"]), sorted(measured["missing"]), sorted(measured["excluded"]))
 
 
-def coverage_of(program: str, tests: str, *, timeout_s: float = 10.0) -> CoverageReport:
-    """Run `program` + "\\n" + `tests` under `coverage run` and report the program's lines.
+def coverage_reports(
+    sandbox: Sandbox, jobs: Sequence[tuple[str, str]], limits: SandboxLimits | None = None
+) -> list[CoverageReport | CoverageError]:
+    """Measure each (completion, tests) pair in the sandbox, in parallel; results in job order."""
+    reports: list[CoverageReport | CoverageError] = []
+    for result in sandbox.run_many(jobs, limits=limits, coverage=True):
+        try:
+            reports.append(CoverageReport.from_result(result))
+        except CoverageError as err:
+            reports.append(err)
+    return reports
 
-    Only passing completions should reach this (the program runs for real): it runs in a fresh
-    temporary directory under `python -I` with a minimal environment, in its own session that is
-    killed as a whole at the deadline. It is not the sandbox and does not limit memory or files.
+
+def coverage_of(
+    completion: str, tests: str, sandbox: Sandbox, limits: SandboxLimits | None = None
+) -> CoverageReport:
+    """One pair's coverage (see `coverage_reports`); raises CoverageError when it has none."""
+    report = coverage_reports(sandbox, [(completion, tests)], limits)[0]
+    if isinstance(report, CoverageError):
+        raise report
+    return report
+
+
+def program_no_test(completion: str, tests: str) -> str:
+    """CanItEdit's program_no_test: the program file cut where its tests start."""
+    return (completion + "\n" + tests).split(START_TESTS)[0]
+
+
+def differ_line_count(before: str, completion: str, tests: str = START_TESTS) -> int:
+    """Lines `difflib.Differ` yields for before -> program_no_test, CanItEdit's denominator.
+
+    With CanItEdit-style tests that is completion + "\\n", so a completion that ends in a
+    newline contributes one extra empty "+ " line. Kept for comparability.
     """
-    program_lines = program.count("\n") + (0 if program.endswith("\n") else 1)
-    with tempfile.TemporaryDirectory(prefix="editforge-coverage-") as tmp:
-        workdir = Path(tmp)
-        (workdir / "program.py").write_text(program + "\n" + tests)
-        (workdir / ".coveragerc").write_text(COVERAGERC)
-        coverage_cmd = [sys.executable, "-I", "-m", "coverage"]
-        common = ["--rcfile=.coveragerc", "--data-file=.coverage"]
-        _run([*coverage_cmd, "run", *common, "program.py"], workdir, timeout_s)
-        _run([*coverage_cmd, "json", *common, "-o", "coverage.json"], workdir, timeout_s)
-        measured = json.loads((workdir / "coverage.json").read_text())["files"]["program.py"]
-
-    def in_program(lines: list[int]) -> list[int]:
-        return sorted(n for n in lines if n <= program_lines)
-
-    covered = in_program(measured["executed_lines"])
-    uncovered = in_program(measured["missing_lines"])
-    return CoverageReport(
-        total_lines=len(covered) + len(uncovered),
-        covered_lines=len(covered),
-        uncovered_line_numbers=uncovered,
-        excluded=in_program(measured["excluded_lines"]),
-        covered_line_numbers=covered,
-    )
-
-
-def _run(cmd: list[str], cwd: Path, timeout_s: float) -> None:
-    # No COVERAGE_*/PYTHON* variables: an outer coverage run (pytest-cov) must not hook in.
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    proc = subprocess.Popen(
-        cmd,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    try:
-        _, stderr = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):  # it may have exited at the deadline
-            os.killpg(proc.pid, signal.SIGKILL)  # the program's own children go with it
-        proc.communicate()
-        raise CoverageError(f"`coverage {cmd[4]}` timed out after {timeout_s} s") from None
-    if proc.returncode != 0:
-        tail = stderr.decode(errors="replace")[-2000:]
-        raise CoverageError(
-            f"`coverage {cmd[4]}` exited with {proc.returncode}; only passing programs have a coverage:\n{tail}"
-        )
-
-
-def differ_line_count(before: str, completion: str) -> int:
-    """Lines `difflib.Differ` yields for before -> completion, CanItEdit's ExcessCode denominator.
-
-    CanItEdit diffs `completion + "\\n"` (its program cut where the tests begin), so a completion
-    that ends in a newline contributes one extra empty "+ " line. Kept for comparability.
-    """
-    after = completion + "\n"
+    after = program_no_test(completion, tests)
     return len(list(difflib.Differ().compare(before.splitlines(), after.splitlines())))
 
 
-def excess_code_of(before: str, completion: str, uncovered: int) -> float:
-    """CanItEdit's per-completion ExcessCode ratio (not yet x 100): uncovered / Differ lines.
+def excess_code_of(before: str, completion: str, tests: str, report: CoverageReport) -> float:
+    """CanItEdit's per-completion ExcessCode ratio (not yet x 100): reported missing / Differ lines.
 
     The denominator counts unchanged lines too, so the same dead helper weighs less in a long
     file; see `excess_code_changed_lines_of` for a ratio over the edit alone.
     """
-    return uncovered / differ_line_count(before, completion)
+    return len(report.reported_missing) / differ_line_count(before, completion, tests)
 
 
 def changed_line_numbers(before: str, completion: str) -> set[int]:
@@ -174,17 +165,16 @@ def excess_code_changed_lines_of(before: str, completion: str, report: CoverageR
     """Share of the statements the edit added or rewrote that the tests never execute, in [0, 1].
 
     Better than `excess_code_of` for comparing edits: unchanged code neither dilutes the ratio
-    nor adds to it (an old untested function is not the model's excess), blank and comment
-    lines do not count, and 1.0 means nothing the edit wrote was exercised. An edit that only
-    deletes lines writes nothing in excess: 0.0. Coverage numbers a multi-line statement by its
-    first line, so a change to a continuation line counts only when that first line changed.
+    nor adds to it (an old untested function is not the model's excess), test code, blank and
+    comment lines never count, and 1.0 means nothing the edit wrote was exercised. An edit that
+    only deletes lines writes nothing in excess: 0.0. Coverage numbers a multi-line statement
+    by its first line, so a change to a continuation line counts only when that first line
+    changed.
     """
-    uncovered = set(report.uncovered_line_numbers)
-    statements = uncovered | set(report.covered_line_numbers)
-    changed = changed_line_numbers(before, completion) & statements
+    changed = changed_line_numbers(before, completion) & set(report.statements)
     if not changed:
         return 0.0
-    return len(changed & uncovered) / len(changed)
+    return len(changed & set(report.missing)) / len(changed)
 
 
 def _problem_means(per_problem: Mapping[str, Sequence[float]]) -> list[float]:
@@ -209,12 +199,9 @@ def excess_code_stderr(per_problem: Mapping[str, Sequence[float]]) -> float | No
 
 
 def mean_median_coverage(per_problem: Mapping[str, Sequence[int]]) -> float | None:
-    """CanItEdit v1's coverage figure: per problem the median `CoverageReport.percent` of its
-    passing completions, then the mean over problems that have one.
-
-    v1 reported ExcessCode = 100 - this value, and the current pass_k.py still prints that
-    number as "MeanMedianCoverage" (the mean of the medians of 100 - coverage); its ExcessCode
-    is now `excess_code`. None when no problem has a passing completion.
+    """pass_k.py's "MeanMedianCoverage", the seed paper's (v1) ExcessCode: per problem the median
+    of (100 - `CoverageReport.percent`) over its passing completions, then the mean over
+    problems that have one. None when no problem has a passing completion.
     """
-    medians = [float(np.median(values)) for values in per_problem.values() if len(values) > 0]
+    medians = [float(np.median([100 - v for v in values])) for values in per_problem.values() if values]
     return float(np.mean(medians)) if medians else None

@@ -8,48 +8,56 @@ from typing import Any
 
 from eval.excess_code import (
     CoverageError,
-    coverage_of,
+    coverage_reports,
     excess_code,
     excess_code_changed_lines_of,
     excess_code_of,
     excess_code_stderr,
     mean_median_coverage,
 )
+from eval.execute import CHUNK
 from eval.metrics import aggregate_pass_at_k
 from eval.problems import Problem
 from eval.samples import SampleStore
+from eval.sandbox import Sandbox, SandboxLimits
 
 
 def measure_coverage(
     store: SampleStore,
     problems: dict[str, Problem],
-    timeout_s: float,
+    sandbox: Sandbox,
+    limits: SandboxLimits,
     progress: Callable[[int], None] | None = None,
 ) -> None:
-    """Coverage of every passing Python sample not measured yet (appended to samples.jsonl)."""
+    """Coverage of every passing Python sample not measured yet, run in the sandbox's worker
+    pool a chunk at a time; each record is appended to samples.jsonl as its chunk finishes."""
     samples, done = store.of_type("sample"), store.of_type("coverage")
     todo = [k for k, e in sorted(store.of_type("execution").items()) if e["passed"] and k not in done]
-    for key in todo:
-        problem = problems[key[0]]
-        record: dict[str, Any] = {"type": "coverage", "problem": key[0], "split": key[1], "index": key[2]}
-        if problem.language != "python":
-            record["error"] = "coverage is measured for Python only"
-        else:
-            code = samples[key]["code"]
-            try:
-                report = coverage_of(code, problem.tests, timeout_s=timeout_s)
-            except CoverageError as err:
-                record["error"] = str(err)[:500]
-            else:
-                record.update(
-                    uncovered=len(report.uncovered_line_numbers),
-                    percent=report.percent,
-                    excess=excess_code_of(problem.before, code, len(report.uncovered_line_numbers)),
-                    excess_changed=excess_code_changed_lines_of(problem.before, code, report),
-                )
-        store.append(record)
+    for start in range(0, len(todo), CHUNK):
+        chunk = todo[start : start + CHUNK]
+        python = [key for key in chunk if problems[key[0]].language == "python"]
+        jobs = [(samples[key]["code"], problems[key[0]].tests) for key in python]
+        reports = dict(zip(python, coverage_reports(sandbox, jobs, limits), strict=True))
+        for key in chunk:
+            store.append(_coverage_record(key, problems[key[0]], samples[key]["code"], reports.get(key)))
         if progress:
-            progress(1)
+            progress(len(chunk))
+
+
+def _coverage_record(key: tuple, problem: Problem, code: str, report) -> dict[str, Any]:
+    record: dict[str, Any] = {"type": "coverage", "problem": key[0], "split": key[1], "index": key[2]}
+    if report is None:
+        record["error"] = "coverage is measured for Python only"
+    elif isinstance(report, CoverageError):
+        record["error"] = str(report)[:500]
+    else:
+        record.update(
+            uncovered=len(report.reported_missing),
+            percent=report.percent,
+            excess=excess_code_of(problem.before, code, problem.tests, report),
+            excess_changed=excess_code_changed_lines_of(problem.before, code, report),
+        )
+    return record
 
 
 def score(store: SampleStore, problems: dict[str, Problem], splits: Sequence[str], ks: Sequence[int]) -> dict:

@@ -1,4 +1,5 @@
-"""ExcessCode on tiny edits whose Differ lines and uncovered lines are counted by hand below."""
+"""ExcessCode on tiny edits whose Differ lines and uncovered lines are counted by hand below,
+measured inside the sandbox."""
 
 from __future__ import annotations
 
@@ -20,6 +21,18 @@ from eval.excess_code import (
     excess_code_stderr,
     mean_median_coverage,
 )
+from eval.sandbox import SandboxLimits, make_sandbox
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with make_sandbox("auto", limits=SandboxLimits(timeout_s=10), workers=2) as sb:
+        yield sb
+
+
+def measure(completion: str, tests: str, sandbox, **limits) -> CoverageReport:
+    return coverage_of(completion, tests, sandbox, SandboxLimits(**limits) if limits else None)
+
 
 ADD_BEFORE = "def add(a, b):\n    return a + b\n"
 
@@ -91,50 +104,74 @@ MAX_COMPLETION = "def biggest(xs):\n    return max(xs)\n"
 MAX_TESTS = "assert biggest([3, 9, 2]) == 9\n"
 
 
-def test_unused_helper_counts_its_body() -> None:
-    report = coverage_of(UNUSED_HELPER, ADD_TESTS)
-    assert report.uncovered_line_numbers == [6, 7, 8]
-    assert report.covered_line_numbers == [1, 2, 5]
-    assert (report.total_lines, report.covered_lines, report.percent) == (6, 3, 50)
+def test_unused_helper_counts_its_body(sandbox) -> None:
+    report = measure(UNUSED_HELPER, ADD_TESTS, sandbox)
+    # Lines 10-11 are the tests (line 9 is the empty line the trailing newline leaves).
+    assert report.missing == [6, 7, 8]
+    assert report.covered == [1, 2, 5, 10, 11]
+    assert report.percent == 62  # 5 of 8 statements
+    assert report.reported_missing == [6, 7, 8]
     assert differ_line_count(ADD_BEFORE, UNUSED_HELPER) == 9
-    assert excess_code_of(ADD_BEFORE, UNUSED_HELPER, 3) * 100 == pytest.approx(100 / 3)
+    assert excess_code_of(ADD_BEFORE, UNUSED_HELPER, "### START TESTS ###\n", report) * 100 == pytest.approx(
+        100 / 3
+    )
 
 
-def test_hint_lines_count_in_the_denominator() -> None:
-    report = coverage_of(AREA_COMPLETION, AREA_TESTS)
-    assert report.uncovered_line_numbers == [3]
-    assert differ_line_count(AREA_BEFORE, AREA_COMPLETION) == 9
-    assert excess_code_of(AREA_BEFORE, AREA_COMPLETION, 1) * 100 == pytest.approx(100 / 9)
+def test_hint_lines_count_in_the_denominator(sandbox) -> None:
+    tests = "### START TESTS ###\n" + AREA_TESTS
+    report = measure(AREA_COMPLETION, tests, sandbox)
+    assert report.missing == [3]
+    assert differ_line_count(AREA_BEFORE, AREA_COMPLETION, tests) == 9
+    assert excess_code_of(AREA_BEFORE, AREA_COMPLETION, tests, report) * 100 == pytest.approx(100 / 9)
 
 
-def test_abstract_methods_are_excluded() -> None:
-    report = coverage_of(SHAPE_COMPLETION, SHAPE_TESTS)
+def test_abstract_methods_are_excluded(sandbox) -> None:
+    report = measure(SHAPE_COMPLETION, SHAPE_TESTS, sandbox)
     assert report.excluded == [6, 7, 8, 10, 11, 12]
-    assert report.uncovered_line_numbers == []
+    assert report.missing == []
     assert report.percent == 100
-    assert excess_code_of(SHAPE_BEFORE, SHAPE_COMPLETION, len(report.uncovered_line_numbers)) == 0.0
+    assert excess_code_of(SHAPE_BEFORE, SHAPE_COMPLETION, SHAPE_TESTS, report) == 0.0
 
 
-def test_fully_covered_fix_scores_zero() -> None:
-    report = coverage_of(MAX_COMPLETION, MAX_TESTS)
-    assert report.uncovered_line_numbers == []
+def test_fully_covered_fix_scores_zero(sandbox) -> None:
+    report = measure(MAX_COMPLETION, MAX_TESTS, sandbox)
+    assert report.missing == []
     # The two return lines are 76% alike (Differ's cutoff is 75%), so each gets a hint line:
     # "  def biggest(xs):", "-     return xs[0]", "?              ^^^", "+     return max(xs)",
     # "?            ++++  ^", "+ " (trailing newline) = 6 lines.
     assert differ_line_count(MAX_BEFORE, MAX_COMPLETION) == 6
-    assert excess_code_of(MAX_BEFORE, MAX_COMPLETION, 0) == 0.0
+    assert excess_code_of(MAX_BEFORE, MAX_COMPLETION, "### START TESTS ###\n", report) == 0.0
 
 
-def test_test_code_lines_never_count() -> None:
-    tests = ADD_TESTS + "\n\ndef never_called():\n    x = 1\n    return x\n"
-    report = coverage_of(ADD_BEFORE, tests)
-    assert report.uncovered_line_numbers == []
-    assert report.total_lines == 2
+def test_test_code_counts_as_upstream_counts_it(sandbox) -> None:
+    """CanItEdit measures the whole file: an uncalled helper in plain-assert tests is missing
+    (and the tests are part of program_no_test); its `if True:  # pragma: no cover` block is not."""
+    helper = "\n\ndef never_called():\n    x = 1\n    return x\n"
+    plain = ADD_TESTS + helper
+    report = measure(ADD_BEFORE, plain, sandbox)
+    assert report.reported_missing == [9, 10]
+    # Differ: 2 unchanged lines, then the empty line and the 7 test lines added = 10 lines.
+    assert differ_line_count(ADD_BEFORE, ADD_BEFORE, plain) == 10
+    assert excess_code_of(ADD_BEFORE, ADD_BEFORE, plain, report) == pytest.approx(2 / 10)
+    pragma = "### START TESTS ###\nif True:  # pragma: no cover\n" + "".join(
+        "    " + line + "\n" for line in plain.splitlines()
+    )
+    report = measure(ADD_BEFORE, pragma, sandbox)
+    assert report.reported_missing == []
+    assert excess_code_changed_lines_of(ADD_BEFORE, ADD_BEFORE, report) == 0.0
 
 
-def test_program_without_trailing_newline_keeps_its_line_range() -> None:
-    report = coverage_of(UNUSED_HELPER.rstrip("\n"), "assert add(1, 2) == 3\ndef t():\n    return 1\n")
-    assert report.uncovered_line_numbers == [6, 7, 8]
+def test_missing_ranges_expand_over_blank_lines(sandbox) -> None:
+    """Upstream expands "Missing" ranges: "6-9" counts the blank line 8 between two missed statements."""
+    completion = ADD_BEFORE + "\n\ndef unused(x):\n    y = x\n\n    return y\n"
+    report = measure(completion, ADD_TESTS, sandbox)
+    assert report.missing == [6, 8]
+    assert report.reported_missing == [6, 7, 8]
+
+
+def test_program_without_trailing_newline_keeps_its_line_range(sandbox) -> None:
+    report = measure(UNUSED_HELPER.rstrip("\n"), "assert add(1, 2) == 3\n", sandbox)
+    assert report.missing == [6, 7, 8]
 
 
 def test_differ_count_includes_unchanged_lines() -> None:
@@ -143,45 +180,45 @@ def test_differ_count_includes_unchanged_lines() -> None:
     assert differ_line_count(ADD_BEFORE, ADD_BEFORE.rstrip("\n")) == 2
 
 
-def test_failing_program_has_no_coverage() -> None:
+def test_failing_program_has_no_coverage(sandbox) -> None:
     with pytest.raises(CoverageError, match="AssertionError"):
-        coverage_of(ADD_BEFORE, "assert add(1, 2) == 4\n")
+        measure(ADD_BEFORE, "assert add(1, 2) == 4\n", sandbox)
 
 
-def test_hanging_program_is_killed_at_the_deadline() -> None:
+def test_hanging_program_is_killed_at_the_deadline(sandbox) -> None:
     start = time.monotonic()
-    with pytest.raises(CoverageError, match="timed out"):
-        coverage_of("while True:\n    pass\n", "", timeout_s=1.0)
+    with pytest.raises(CoverageError, match="timeout"):
+        measure("while True:\n    pass\n", "", sandbox, timeout_s=1.0)
     assert time.monotonic() - start < 10
 
 
 def test_percent_rounds_like_coverage_report() -> None:
     for total in range(1, 120):
         for covered in range(total + 1):
-            report = CoverageReport(total, covered, [], [], [])
+            report = CoverageReport(list(range(1, total + 1)), list(range(covered + 1, total + 1)), [])
             assert report.percent == int(display_covered(100.0 * covered / total, 0)), (covered, total)
-    assert CoverageReport(0, 0, [], [], []).percent == 100
+    assert CoverageReport([], [], []).percent == 100
 
 
-def test_changed_lines_variant() -> None:
+def test_changed_lines_variant(sandbox) -> None:
     assert changed_line_numbers(ADD_BEFORE, UNUSED_HELPER) == {3, 4, 5, 6, 7, 8}
     # Of the changed lines, 5-8 are statements and 6-8 uncovered.
-    report = coverage_of(UNUSED_HELPER, ADD_TESTS)
+    report = measure(UNUSED_HELPER, ADD_TESTS, sandbox)
     assert excess_code_changed_lines_of(ADD_BEFORE, UNUSED_HELPER, report) == pytest.approx(3 / 4)
     # All four lines of the area edit changed; line 3 is uncovered.
-    report = coverage_of(AREA_COMPLETION, AREA_TESTS)
+    report = measure(AREA_COMPLETION, AREA_TESTS, sandbox)
     assert excess_code_changed_lines_of(AREA_BEFORE, AREA_COMPLETION, report) == pytest.approx(1 / 4)
     # A pure deletion writes nothing in excess.
-    report = coverage_of(ADD_BEFORE, ADD_TESTS)
+    report = measure(ADD_BEFORE, ADD_TESTS, sandbox)
     assert excess_code_changed_lines_of(UNUSED_HELPER, ADD_BEFORE, report) == 0.0
 
 
-def test_old_untested_code_is_not_the_edits_excess() -> None:
+def test_old_untested_code_is_not_the_edits_excess(sandbox) -> None:
     before = "def add(a, b):\n    return a + b\n\n\ndef old(x):\n    return x\n"
     completion = before.replace("a + b", "b + a")
-    report = coverage_of(completion, ADD_TESTS)
-    assert report.uncovered_line_numbers == [6]
-    assert excess_code_of(before, completion, 1) > 0  # the exact metric charges the old function
+    report = measure(completion, ADD_TESTS, sandbox)
+    assert report.missing == [6]
+    assert excess_code_of(before, completion, ADD_TESTS, report) > 0  # the exact metric charges it
     assert excess_code_changed_lines_of(before, completion, report) == 0.0
 
 
@@ -194,7 +231,8 @@ def test_aggregate_is_mean_of_problem_means() -> None:
     assert excess_code_stderr({}) is None
 
 
-def test_mean_median_coverage() -> None:
+def test_mean_median_coverage_is_upstreams_column() -> None:
+    """pass_k.py: mean over problems of the median of (100 - coverage)."""
     per_problem = {"a": [100, 50, 80], "b": [60, 70], "no_pass": []}
-    assert mean_median_coverage(per_problem) == pytest.approx((80 + 65) / 2)
+    assert mean_median_coverage(per_problem) == pytest.approx((20 + 35) / 2)
     assert mean_median_coverage({"x": []}) is None

@@ -1,7 +1,10 @@
 """The bubblewrap backend: each worker's server runs as PID 1 of fresh namespaces.
 
-What the sandbox gets: a read-only view of the host's root, a private size-limited tmpfs at
-/tmp (the work folder is /tmp/work) and /dev/shm, a minimal /dev, its own /proc, PID, IPC,
+What the sandbox gets: read-only views of the host's system folders (``SYSTEM_PATHS``) and of
+the interpreter's own folders, nothing else of the host (no /root, /home, /run, /var, no
+project folders), with secrets under /etc masked (``MASKED_PATHS``); a private size-limited
+tmpfs at /tmp (the work folder is /tmp/work) and /dev/shm; a minimal read-only /dev (writes
+there cannot reach the next run); its own /proc, PID, IPC,
 UTS and cgroup namespaces, its own network namespace (unless ``limits.network``), no
 capabilities, no further user namespaces (when bwrap may use one itself; root falls back
 to running without), a new terminal session and a clean environment. The server is PID 1:
@@ -22,6 +25,20 @@ import sys
 from eval.sandbox.worker import HARNESS, Profile, SandboxUnavailable, ServerSpec, sandbox_env
 
 WORK_DIR = "/tmp/work"
+# What compilers, interpreters and their libraries need; /etc for the dynamic linker, alternatives, certificates.
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys")
+# Readable by root on the host, needed by no test: an empty file or folder stands in their place.
+MASKED_PATHS = (
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh",
+    "/etc/ssl/private",
+    "/etc/security/opasswd",
+)
 INSTALL_HINT = "install it (Debian/Ubuntu: `apt-get install -y bubblewrap`) or use backend='local'"
 
 
@@ -46,10 +63,21 @@ def bwrap_argv(binary: str, profile: Profile, userns: bool = True) -> list[str]:
     (defence in depth; root may run without it where user namespaces are disabled).
     """
     size = str(profile.disk_mb << 20)
-    argv = [binary, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
+    argv = [binary]
+    for path in SYSTEM_PATHS:
+        if os.path.islink(path):  # merged /usr: /bin -> usr/bin
+            argv += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            argv += ["--ro-bind", path, path]
+    for path in MASKED_PATHS:
+        if os.path.isdir(path) and not os.path.islink(path):
+            argv += ["--tmpfs", path, "--remount-ro", path]
+        elif os.path.lexists(path):
+            argv += ["--ro-bind", "/dev/null", path]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
     argv += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp", "--dir", WORK_DIR]
-    argv += ["--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"]
-    for path in _hidden_host_paths():  # an interpreter or checkout under /tmp stays visible, read-only
+    argv += ["--perms", "1777", "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+    for path in interpreter_paths():  # the interpreter, its environment and the harness, read-only
         argv += ["--ro-bind", path, path]
     argv += ["--unshare-user", "--disable-userns"] if userns else []
     argv += ["--unshare-pid", "--as-pid-1", "--unshare-ipc"]
@@ -59,19 +87,26 @@ def bwrap_argv(binary: str, profile: Profile, userns: bool = True) -> list[str]:
     return argv
 
 
-def _hidden_host_paths() -> list[str]:
-    """Host paths the sandbox needs (the interpreter, its environment, the harness) that the
-    private /tmp and /dev/shm would otherwise hide, e.g. a virtualenv in a checkout under /tmp."""
+def interpreter_paths() -> list[str]:
+    """Host folders the sandbox needs outside ``SYSTEM_PATHS``: the interpreter, its environment
+    (e.g. a virtualenv in a checkout), its site-packages and the harness."""
     needed = {
         sys.prefix,
         sys.base_prefix,
         os.path.dirname(os.path.realpath(sys.executable)),
         os.path.dirname(os.path.abspath(sys.executable)),
         os.path.dirname(HARNESS),
+        *(p for p in sys.path if p.endswith(("site-packages", "dist-packages"))),
     }
-    hidden = [p for p in needed if p.startswith(("/tmp/", "/dev/shm/")) and os.path.exists(p)]
-    # A parent bound first would be shadowed by nothing; bind shortest paths first so children nest.
-    return sorted(set(hidden), key=len)
+    paths = {os.path.realpath(p) for p in needed if p} | {p for p in needed if p}
+    inside = [p for p in paths if os.path.isdir(p) and not _under(p, SYSTEM_PATHS)]
+    # Bind shortest paths first so that nested ones stay visible.
+    return sorted(set(inside), key=len)
+
+
+def _under(path: str, roots: tuple[str, ...]) -> bool:
+    real_roots = {os.path.realpath(r) for r in roots} | set(roots)
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in real_roots)
 
 
 class BwrapLauncher:
@@ -89,7 +124,7 @@ class BwrapLauncher:
             "mode": "init",
             "work_dir": WORK_DIR,
             "scratch_dirs": ["/tmp", "/dev/shm"],
-            "keep_paths": _hidden_host_paths(),
+            "keep_paths": [p for p in interpreter_paths() if p.startswith(("/tmp/", "/dev/shm/"))],
             "nproc_base": 2,
             "unshare_net": False,  # bwrap already did, unless the profile allows the network
         }

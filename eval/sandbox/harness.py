@@ -14,21 +14,32 @@ sandbox's PID namespace; as a subreaper, all of its descendants) and reaps them,
 outlives the run. Finally it empties the scratch folders for the next job.
 
 A python run passes only when the child reports a random nonce that the server wrote into
-a private pipe after the fork and that the child read (and closed) before the program
-started: early exits, exit-code tricks and printed markers cannot produce it. Code in the
-same interpreter can still find the nonce by introspection; see docs/sandbox.md.
+a private pipe after the fork. The child reads it (and closes that pipe) before the program
+starts and keeps it only inside a C-level call chain (``deque(map(call, (exec, write)))``):
+the write runs right after ``exec`` returns, with no Python frame in between, and no Python
+frame, local or global ever holds the nonce. A PEP 578 audit hook, installed before the
+program and irremovable, closes the routes that remain in pure Python: the garbage
+collector's object lists (``gc.get_objects``/``get_referrers``/``get_referents``), tracing
+and profiling hooks (which could skip test lines), and opening another process's
+descriptors or memory under /proc. Source-encoding declarations are ignored (the text is
+compiled as str). What this cannot stop (code with a raw memory primitive such as ctypes)
+is listed in docs/sandbox.md.
 """
 
 from __future__ import annotations
 
 import builtins
+import collections
 import contextlib
 import ctypes
 import fcntl
+import functools
 import gc
 import importlib
 import json
+import operator
 import os
+import re
 import resource
 import select
 import shutil
@@ -44,8 +55,10 @@ from typing import NoReturn
 _HEADER = struct.Struct(">I")
 _CHUNK = 1 << 16
 _REPORT_CAP = 4096  # the report pipe carries one short record; anything beyond is junk
+_DATA_CAP = 1 << 20  # the data pipe carries the coverage of one program
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
-CLONE_NEWNET = 0x40000000
+CLONE_NEWNET, CLONE_NEWIPC = 0x40000000, 0x08000000
+IPC_RMID = 0
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 # Stdlib modules most generated programs import; the server imports them once. random
@@ -53,6 +66,29 @@ _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, 
 PRELOAD = (
     "bisect collections copy dataclasses datetime decimal fractions functools hashlib heapq itertools json "
     "math operator random re string typing"
+)
+# Measured for ExcessCode inside the sandbox; optional so a bare interpreter can still serve.
+OPTIONAL_PRELOAD = ("coverage",)
+# CanItEdit's benchmark/.coveragerc adds this to coverage.py's default exclusion ("pragma: no cover").
+COVERAGE_EXCLUDE = r"@(abc\.)?abstractmethod"
+# Audit events no program needs and that lead to the nonce or around the tests: the garbage
+# collector's object graph, and tracing/profiling hooks (a trace function can jump over lines).
+DENIED_EVENTS = frozenset(
+    {
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "sys.settrace",
+        "sys.setprofile",
+        "sys.monitoring.register_callback",
+        "sys._current_frames",
+    }
+)
+# /proc entries of a process (ours or another's) through which descriptors or memory can be reached.
+# (and the process folders themselves, which would serve as a dir_fd to reach them)
+PRIVATE_PROC = re.compile(
+    r"^/proc/(?:[^/]+/)*(?:fd|fdinfo|mem|map_files|maps|smaps|pagemap|environ|root|cwd)(?:/|$)"
+    r"|^/proc/[^/]+(?:/task(?:/[^/]+)?)?/?$"
 )
 
 
@@ -121,6 +157,10 @@ class Server:
         self.child_status: int | None = None
         if config["unshare_net"] and self.libc.unshare(CLONE_NEWNET) == 0:
             _loopback_up()
+        # SysV IPC objects outlive their creator: a namespace of our own lets us remove them after each run.
+        self.own_ipc = self.mode == "init" or (
+            config.get("unshare_ipc") and self.libc.unshare(CLONE_NEWIPC) == 0
+        )
         self.libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # children may not ptrace us or read our /proc/*/mem
         if self.mode == "subreaper":
             self.libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -131,6 +171,9 @@ class Server:
         signal.signal(signal.SIGCHLD, lambda signum, frame: None)
         for name in PRELOAD.split():
             importlib.import_module(name)
+        for name in OPTIONAL_PRELOAD:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
         gc.freeze()  # keeps the children's garbage collector off the shared pages (fewer copy-on-write faults)
         self._empty_scratch()
 
@@ -161,12 +204,11 @@ class Server:
         limits = job["limits"]
         stdin_fd = self._stdin(job.get("stdin"))
         if job["kind"] == "python":
-            main_path = os.path.join(self.work_dir, "main.py")
-            _write_file(main_path, job["program"] + "\n" + job["tests"])
+            _write_file(os.path.join(self.work_dir, "main.py"), job["program"] + "\n" + job["tests"])
         else:
             for name, text in job["files"].items():
                 _write_file(_inside(self.work_dir, name), text)
-        pipes = {name: os.pipe() for name in ("stdout", "stderr", "report", "key")}
+        pipes = {name: os.pipe() for name in ("stdout", "stderr", "report", "key", "data")}
         self.child, self.child_status = 0, None
         start = time.monotonic()
         pid = os.fork()
@@ -181,26 +223,32 @@ class Server:
             with contextlib.suppress(OSError):  # a dead child closed its end: it cannot pass anyway
                 os.write(pipes["key"][1], nonce)
         os.close(pipes["key"][1])
-        streams = {pipes[name][0]: bytearray() for name in ("stdout", "stderr", "report")}
+        names = ("stdout", "stderr", "report", "data")
+        streams = {pipes[name][0]: bytearray() for name in names}
         caps = {
             pipes["stdout"][0]: limits["max_output_bytes"],
             pipes["stderr"][0]: limits["max_output_bytes"],
+            pipes["report"][0]: _REPORT_CAP,
+            pipes["data"][0]: _DATA_CAP,
         }
-        stop = self._supervise(streams, caps, start + limits["timeout_s"])
+        outputs = {pipes["stdout"][0], pipes["stderr"][0]}  # past their cap the run stops
+        stop = self._supervise(streams, caps, outputs, start + limits["timeout_s"])
         duration = time.monotonic() - start
         self._kill_all()
         for fd in streams:
-            if _drain(fd, streams[fd], caps.get(fd)) and stop is None:
+            if _drain(fd, streams[fd], caps[fd]) and stop is None and fd in outputs:
                 stop = "output_limit"
             os.close(fd)
-        out, err, report = (bytes(streams[pipes[name][0]]) for name in ("stdout", "stderr", "report"))
+        out, err, report, data = (bytes(streams[pipes[name][0]]) for name in names)
         status, exit_code, detail = self._verdict(job, stop, nonce, report, out)
         restart = False
         try:
             self._empty_scratch()
+            if self.own_ipc:
+                _remove_sysv_ipc(self.libc)
         except OSError as exc:  # e.g. a folder nested too deep to delete: a fresh worker is cheaper
             restart, detail = True, f"{detail} (scratch cleanup failed: {exc}; worker restarts)".strip()
-        return {
+        result = {
             "status": status,
             "exit_code": exit_code,
             "stdout": out.decode("utf-8", errors="replace"),
@@ -209,6 +257,9 @@ class Server:
             "detail": detail,
             "restart": restart,
         }
+        if job.get("coverage") and status == "passed":
+            result["coverage"] = _parse_coverage(data)
+        return result
 
     def _stdin(self, text: str | None) -> int:
         """A descriptor for the child's stdin: /dev/null (immediate EOF) or an unlinked file."""
@@ -220,7 +271,9 @@ class Server:
         os.unlink(path)
         return fd
 
-    def _supervise(self, streams: dict[int, bytearray], caps: dict[int, int], deadline: float) -> str | None:
+    def _supervise(
+        self, streams: dict[int, bytearray], caps: dict[int, int], outputs: set[int], deadline: float
+    ) -> str | None:
         """Collect output until the child exits; "timeout" or "output_limit" if it must be stopped."""
         poller = select.poll()
         for fd in (*streams, self.wake_r, self.ctl_in):
@@ -239,7 +292,7 @@ class Server:
                 chunk = os.read(fd, _CHUNK)
                 if not chunk:
                     poller.unregister(fd)
-                elif _append(streams[fd], chunk, caps.get(fd, _REPORT_CAP)) and fd in caps:
+                elif _append(streams[fd], chunk, caps[fd]) and fd in outputs:
                     return "output_limit"
         return None
 
@@ -328,58 +381,122 @@ class Server:
             os.dup2(stdin_fd, 0)
             os.dup2(pipes["stdout"][1], 1)
             os.dup2(pipes["stderr"][1], 2)
-            report_fd, key_fd = pipes["report"][1], pipes["key"][0]
-            _close_fds_except({report_fd, key_fd})
+            report_fd, key_fd, data_fd = pipes["report"][1], pipes["key"][0], pipes["data"][1]
+            _close_fds_except({report_fd, key_fd, data_fd})
             _set_rlimits(job["limits"], self.nproc_base)
             os.chdir(self.work_dir)
             if job["kind"] == "python":
-                _run_python(os.path.join(self.work_dir, "main.py"), key_fd, report_fd)
+                source = job["program"] + "\n" + job["tests"]
+                main_path = os.path.join(self.work_dir, "main.py")
+                _run_python(source, main_path, job.get("coverage", False), key_fd, report_fd, data_fd)
             _exec_command(job["argv"])
         except BaseException as exc:  # the harness failed in the child: never return to the server loop
             os.write(2, f"sandbox harness: {exc!r}\n".encode())
         os._exit(70)
 
 
-def _run_python(main_path: str, key_fd: int, report_fd: int) -> NoReturn:
-    """Run main.py (program + tests) as ``__main__``; report the nonce only if it ran to the end."""
+def _run_python(
+    source: str, main_path: str, measure: bool, key_fd: int, report_fd: int, data_fd: int
+) -> NoReturn:
+    """Run main.py's text (program + tests) as ``__main__``; report the nonce only if it ran to the end.
+
+    The text is compiled as str, so a source-encoding declaration is a comment. The nonce is
+    read and its pipe closed before the program starts; from then on it lives only in the
+    arguments of a ``functools.partial`` that C code calls right after ``exec`` returns.
+    """
     exit_ = os._exit  # bound now: the program may replace os._exit
-    report = _reporter(report_fd, os.read(key_fd, 64))
-    os.close(key_fd)
     module = types.ModuleType("__main__")
     module.__dict__.update(__file__=main_path, __builtins__=builtins, __cached__=None)
     sys.modules["__main__"] = module
     sys.argv = [main_path]
     sys.path.insert(0, os.path.dirname(main_path))
     try:
-        with open(main_path, "rb") as f:
-            code = compile(f.read(), main_path, "exec")
-        exec(code, module.__dict__)
+        code = compile(source, main_path, "exec", dont_inherit=True, optimize=0)
+    except BaseException as exc:
+        exit_(_fail(exc, report_fd))
+    # Forks of the program do not speak for the run (closerange cannot raise).
+    os.register_at_fork(after_in_child=functools.partial(os.closerange, report_fd, report_fd + 1))
+    collector = _start_coverage() if measure else None
+    _install_guard(DENIED_EVENTS - _TRACING_EVENTS if measure else DENIED_EVENTS, PRIVATE_PROC)
+    try:
+        collections.deque(
+            map(
+                operator.call,
+                (
+                    functools.partial(exec, code, module.__dict__),
+                    functools.partial(os.write, report_fd, _take_nonce(key_fd)),
+                ),
+            ),
+            0,
+        )
     except BaseException as exc:  # everything the program raises, SystemExit included, is a failure
-        exit_(_fail(exc, report))
+        exit_(_fail(exc, report_fd))
+    if collector is not None:
+        _send_coverage(collector, main_path, data_fd)
     _flush_stdio()
-    report(None)
     exit_(0)  # skips atexit hooks and waiting for non-daemon threads: the verdict is already final
 
 
-def _reporter(report_fd: int, nonce: bytes):
-    """A function that writes the run's one record: the nonce (None) or a failure.
+# Coverage runs trace (their verdict only decides whether the coverage counts).
+_TRACING_EVENTS = frozenset({"sys.settrace", "sys.setprofile", "sys.monitoring.register_callback"})
 
-    Only the process the harness started may write it: a fork of the program that falls
-    through to the end of the tests (or raises) must not speak for the run. The nonce lives
-    only in this closure's cell.
+
+def _take_nonce(key_fd: int) -> bytes:
+    nonce = os.read(key_fd, 64)
+    os.close(key_fd)
+    return nonce
+
+
+def _install_guard(denied: frozenset[str], private_proc: re.Pattern) -> None:
+    """Add the audit hook that refuses ``denied`` events and opening private /proc entries.
+
+    Everything it uses is bound here, in its closure: a program that reaches the harness's
+    globals through a frame cannot change what the hook does, and no hook can be removed.
     """
-    write, getpid, owner = os.write, os.getpid, os.getpid()
+    fspath, realpath = os.fspath, os.path.realpath
+    str_, bytes_, int_, isinstance_, error = str, bytes, int, isinstance, PermissionError
 
-    def report(failure: bytes | None) -> None:
-        if getpid() == owner:
-            with contextlib.suppress(OSError):
-                write(report_fd, nonce if failure is None else b"!" + failure[: _REPORT_CAP - 1])
+    def guard(event: str, args: tuple) -> None:
+        if event in denied:
+            raise error(f"{event} is not allowed in the sandbox")
+        if event == "open" and args and args[0] is not None and not isinstance_(args[0], int_):
+            path = fspath(args[0])
+            if isinstance_(path, bytes_):
+                path = path.decode("utf-8", "surrogateescape")
+            # realpath: a symlink in the work folder must not lead there either
+            if isinstance_(path, str_) and private_proc.match(realpath(path)):
+                raise error(f"opening {path!r} is not allowed in the sandbox")
 
-    return report
+    sys.addaudithook(guard)
 
 
-def _fail(exc: BaseException, report) -> int:
+def _start_coverage():
+    """Line coverage of the program as CanItEdit measures it (its .coveragerc exclusion included)."""
+    import coverage
+
+    collector = coverage.Coverage(data_file=None, config_file=False)
+    collector.exclude(COVERAGE_EXCLUDE)
+    collector.start()
+    return collector
+
+
+def _send_coverage(collector, main_path: str, data_fd: int) -> None:
+    """Stop measuring and send main.py's statements, exclusions and missed lines as JSON."""
+    collector.stop()
+    _, statements, excluded, missing, _ = collector.analysis2(main_path)
+    data = json.dumps({"statements": statements, "excluded": excluded, "missing": missing}).encode()
+    view = memoryview(data)
+    while view:
+        view = view[os.write(data_fd, view) :]
+
+
+def _fail(exc: BaseException, report_fd: int) -> int:
     """Report ``exc`` (before the traceback, which may fail after a MemoryError); the exit code."""
+
+    def report(failure: bytes) -> None:
+        with contextlib.suppress(OSError):
+            os.write(report_fd, b"!" + failure[: _REPORT_CAP - 1])
+
     if isinstance(exc, SystemExit):
         report(f"SystemExit:{exc.code!r}".encode(errors="replace"))
         code = exc.code
@@ -423,6 +540,7 @@ def _set_rlimits(limits: dict, nproc_base: int) -> None:
         (resource.RLIMIT_AS, limits["memory_mb"] * mb),
         (resource.RLIMIT_FSIZE, limits["file_size_mb"] * mb),
         (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_MSGQUEUE, 0),  # POSIX message queues would outlive the run
         (resource.RLIMIT_NPROC, nproc_base + limits["max_processes"]),
     ):
         hard = resource.getrlimit(res)[1]
@@ -445,8 +563,8 @@ def _append(buffer: bytearray, chunk: bytes, cap: int) -> bool:
     return len(chunk) > room
 
 
-def _drain(fd: int, buffer: bytearray, cap: int | None) -> bool:
-    """Read what is left without blocking; True when it overflowed ``cap`` (None: the report cap)."""
+def _drain(fd: int, buffer: bytearray, cap: int) -> bool:
+    """Read what is left without blocking; True when it overflowed ``cap``."""
     os.set_blocking(fd, False)
     overflow = False
     while True:
@@ -456,7 +574,32 @@ def _drain(fd: int, buffer: bytearray, cap: int | None) -> bool:
             return overflow
         if not chunk:
             return overflow
-        overflow = _append(buffer, chunk, _REPORT_CAP if cap is None else cap) or overflow
+        overflow = _append(buffer, chunk, cap) or overflow
+
+
+def _parse_coverage(data: bytes) -> dict:
+    """The coverage a run sent (line numbers of main.py), or why there is none."""
+    try:
+        measured = json.loads(data)
+        lines = {key: measured[key] for key in ("statements", "excluded", "missing")}
+    except (ValueError, TypeError, KeyError):
+        lines = {}
+    if lines and all(isinstance(v, list) and all(type(n) is int for n in v) for v in lines.values()):
+        return lines
+    return {"error": "the run passed but sent no readable coverage"}
+
+
+def _remove_sysv_ipc(libc: ctypes.CDLL) -> None:
+    """Remove every SysV shared-memory segment, semaphore set and message queue in our namespace."""
+    for kind, remove in (("shm", libc.shmctl), ("sem", libc.semctl), ("msg", libc.msgctl)):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                ids = [int(line.split()[1]) for line in f.readlines()[1:] if line.strip()]
+        except (OSError, ValueError, IndexError):
+            continue
+        for ipc_id in ids:
+            args = (ipc_id, 0, IPC_RMID, None) if kind == "sem" else (ipc_id, IPC_RMID, None)
+            remove(*args)
 
 
 def _loopback_up() -> None:

@@ -3,12 +3,14 @@
 Weaker than bwrap, for machines without it. It does give each run a new session and
 process group, rlimits, a fresh temporary work folder, a wall-clock deadline, capped output
 and a subreaper server that kills every descendant, setsid() or not, at the end of a run;
-a network namespace when the OS allows (root, via unshare(2)); and the cgroup guard where
-available. It does NOT give a read-only file system (a program can write or delete
-anything the user can, including outside its folder), a private /tmp or /proc, protection
-of the server (a program can kill it and every other process of the user; descendants of a
-killed server then escape unless a cgroup catches them), or, for root without cgroups, any
-bound on the number of processes before the deadline.
+network and SysV IPC namespaces when the OS allows (root, via unshare(2)); and the cgroup
+guard where available. The host talks to its server over a socket pair, which cannot be
+reopened through /proc, so a program cannot forge the server's reply. It does NOT give a
+read-only file system (a program can write or delete anything the user can, including
+outside its folder), a private /tmp or /proc, protection of the server (a program can kill
+it and every other process of the user: the run then counts as killed, and descendants of a
+killed server escape unless a cgroup catches them), or, for root without cgroups, any bound
+on the number of processes before the deadline.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ class LocalLauncher:
     def __init__(self) -> None:
         if os.geteuid() == 0:
             logger.warning(
-                "the local sandbox backend runs untrusted programs as root without namespaces: they can "
-                "kill or change anything on this machine; install bubblewrap and use backend='bwrap'"
+                "the local sandbox backend runs untrusted programs as root without a file-system "
+                "namespace: they can read, change or kill anything on this machine; install "
+                "bubblewrap and use backend='bwrap'"
             )
 
     def spec(self, profile: Profile) -> ServerSpec:
@@ -45,6 +48,7 @@ class LocalLauncher:
             "scratch_dirs": [root],
             "nproc_base": _user_processes(),
             "unshare_net": not profile.network,
+            "unshare_ipc": True,
         }
         argv = [sys.executable, "-I", HARNESS, json.dumps(config)]
         return ServerSpec(argv, sandbox_env(home=work_dir, tmp=work_dir), host_dir=root)

@@ -29,7 +29,9 @@ class ExecutionResult:
     ``max_output_bytes`` bytes each, decoded as UTF-8 with ``errors="replace"``.
     ``duration_s`` is the wall-clock time from the program's start to its end (or to the
     kill), measured by its parent, excluding queueing. ``detail`` explains a non-pass, e.g.
-    ``"SystemExit(0) before the tests finished"``.
+    ``"SystemExit(0) before the tests finished"``. ``coverage`` is set for runs that asked for
+    it and passed: main.py's 1-based ``statements``, ``excluded`` and ``missing`` lines as
+    coverage.py reports them, or ``{"error": ...}``.
     """
 
     status: str
@@ -39,6 +41,7 @@ class ExecutionResult:
     stderr: str
     duration_s: float
     detail: str = ""
+    coverage: dict[str, list[int]] | dict[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

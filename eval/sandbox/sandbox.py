@@ -31,6 +31,7 @@ class Sandbox(Protocol):
         language: str = "python",
         stdin: str | None = None,
         limits: SandboxLimits | None = None,
+        coverage: bool = False,
     ) -> ExecutionResult: ...
 
     def run_many(
@@ -39,6 +40,7 @@ class Sandbox(Protocol):
         *,
         workers: int | None = None,
         limits: SandboxLimits | None = None,
+        coverage: bool = False,
     ) -> list[ExecutionResult]: ...
 
     def run_command(
@@ -60,17 +62,23 @@ class ForkServerSandbox:
     ``run`` executes ``program`` then ``tests`` in one fresh interpreter process (the
     HumanEval/CanItEdit convention: plain asserts or ``check(candidate)`` calls after the
     program). It passes only if execution reached the end of ``tests`` and the harness then
-    reported the run's private nonce: exit code 0 alone never passes. ``run_command`` runs
+    reported the run's private nonce: exit code 0 alone never passes. With ``coverage=True`` the
+    run is measured by coverage.py inside the sandbox and a passing result carries main.py's
+    line coverage (``ExecutionResult.coverage``). ``run_command`` runs
     any command line (compiled languages, shell scripts) in the same isolation; it passes on
     exit code 0 and, if given, ``pass_marker`` in stdout.
 
     Protects against (both backends): hangs and long C calls (parent-enforced wall clock),
     memory and file-size bombs (rlimits; cgroups where available), unbounded output (capped
     while reading), stray processes (killed at the end of every run, even after setsid()),
-    stdin reads (EOF), exit-code and printed-marker tricks, leaked host environment
-    variables. bwrap adds: no host file writes, no network, processes invisible to the host,
-    an unkillable server. What neither protects is listed in docs/sandbox.md, notably code
-    that introspects the interpreter to find the nonce, and kernel exploits.
+    stdin reads (EOF), exit-code and printed-marker tricks, the interpreter's introspection
+    routes to the nonce or around the tests (gc object lists, tracing hooks, /proc descriptors
+    and memory; see harness.py), leaked host environment variables, and a forged reply from
+    the server (host and server talk over a socket pair, which /proc cannot reopen). bwrap adds: no
+    host file writes, only the system folders readable (no /root, /home, /etc/shadow), a
+    read-only /dev, no network, processes invisible to the host, an unkillable server, SysV
+    IPC removed after every run. What neither protects is listed in docs/sandbox.md, notably
+    code with a raw memory primitive (ctypes) and kernel exploits.
 
     Runs go to ``workers`` servers (default: one per CPU) started at construction; use it as
     a context manager or call ``close()``.
@@ -95,13 +103,15 @@ class ForkServerSandbox:
         language: str = "python",
         stdin: str | None = None,
         limits: SandboxLimits | None = None,
+        coverage: bool = False,
     ) -> ExecutionResult:
         """Run ``program`` followed by ``tests`` in one interpreter; see the class docstring."""
         if language != "python":
             raise ValueError(
                 f"run() executes python; for {language!r} build a command line and use run_command()"
             )
-        return self._pool.submit(_python_job(program, tests, stdin), limits or self.limits).result()
+        job = _python_job(program, tests, stdin, coverage)
+        return self._pool.submit(job, limits or self.limits).result()
 
     def run_many(
         self,
@@ -109,10 +119,11 @@ class ForkServerSandbox:
         *,
         workers: int | None = None,
         limits: SandboxLimits | None = None,
+        coverage: bool = False,
     ) -> list[ExecutionResult]:
         """Run (program, tests) pairs in parallel, at most ``workers`` at a time; results in job order."""
         concurrency = workers or self._pool.size
-        messages = [_python_job(program, tests, None) for program, tests in jobs]
+        messages = [_python_job(program, tests, None, coverage) for program, tests in jobs]
         return self._pool.map(messages, limits or self.limits, concurrency)
 
     def run_command(
@@ -161,7 +172,8 @@ class ForkServerSandbox:
         if bwrap:
             cleanup, files = (
                 "PID namespace, server is PID 1 (kill(-1))",
-                "read-only root, private tmpfs /tmp, /dev/shm",
+                "system folders read-only (no /root, /home, /etc/shadow), read-only /dev, "
+                "private tmpfs /tmp and /dev/shm",
             )
         else:
             cleanup, files = (
@@ -200,5 +212,5 @@ def make_sandbox(
     return ForkServerSandbox(launcher, limits, workers)
 
 
-def _python_job(program: str, tests: str, stdin: str | None) -> dict:
-    return {"kind": "python", "program": program, "tests": tests, "stdin": stdin}
+def _python_job(program: str, tests: str, stdin: str | None, coverage: bool) -> dict:
+    return {"kind": "python", "program": program, "tests": tests, "stdin": stdin, "coverage": coverage}

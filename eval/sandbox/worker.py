@@ -6,6 +6,7 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -87,6 +88,7 @@ class Worker:
         self._use_cgroup = use_cgroup
         self._cgroup: Cgroup | None = None
         self._proc: subprocess.Popen | None = None
+        self._channel: socket.socket | None = None
         self._spec: ServerSpec | None = None
         self._profile: Profile | None = None
         self._stderr = None
@@ -100,16 +102,20 @@ class Worker:
         self._profile = profile
         argv = self._cgroup.wrap(self._spec.argv) if self._cgroup else self._spec.argv
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the server; closed in stop())
-        self._proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            env=self._spec.env,
-            start_new_session=True,  # its own process group: stop() kills it and nothing of ours
-        )
+        # A socket pair, not pipes: /proc/<pid>/fd cannot reopen a socket, so no program of the
+        # same user can write a forged reply into our end (a pipe there opens for writing).
+        self._channel, server_end = socket.socketpair()
+        with server_end:
+            self._proc = subprocess.Popen(
+                argv,
+                stdin=server_end.fileno(),
+                stdout=server_end.fileno(),
+                stderr=self._stderr,
+                env=self._spec.env,
+                start_new_session=True,  # its own process group: stop() kills it and nothing of ours
+            )
         try:
-            ready = read_message(self._proc.stdout.fileno(), time.monotonic() + START_TIMEOUT_S)
+            ready = read_message(self._channel.fileno(), time.monotonic() + START_TIMEOUT_S)
         except (OSError, EOFError, TimeoutError, ValueError) as exc:
             ready = {"error": repr(exc)}
         if not ready or not ready.get("ready"):
@@ -135,10 +141,10 @@ class Worker:
         oom_before = self._cgroup.oom_kills() if self._cgroup else 0
         started = time.monotonic()
         try:
-            write_message(self._proc.stdin.fileno(), {**job, "limits": limits.to_dict()})
+            write_message(self._channel.fileno(), {**job, "limits": limits.to_dict()})
             # JSON escapes at most 6 bytes per captured byte; 2 streams; 1 MiB for the rest
             bound = 12 * limits.max_output_bytes + (1 << 20)
-            reply = read_message(self._proc.stdout.fileno(), started + limits.timeout_s + GRACE_S, bound)
+            reply = read_message(self._channel.fileno(), started + limits.timeout_s + GRACE_S, bound)
         except TimeoutError:
             self.stop()
             detail = "the sandbox server missed the deadline; its worker was killed and restarts"
@@ -170,20 +176,20 @@ class Worker:
             return None
         if self._proc.poll() is None:
             with contextlib.suppress(OSError):
-                self._proc.stdin.close()
+                self._channel.close()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._proc.wait(timeout=STOP_WAIT_S)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, signal.SIGKILL)
         code = self._proc.wait()
-        for stream in (self._proc.stdin, self._proc.stdout, self._stderr):
+        for stream in (self._channel, self._stderr):
             with contextlib.suppress(OSError):
                 stream.close()
         if self._cgroup:
             self._cgroup.kill_all()
         if self._spec and self._spec.host_dir:
             shutil.rmtree(self._spec.host_dir, ignore_errors=True)
-        self._proc = self._spec = self._stderr = None
+        self._proc = self._spec = self._stderr = self._channel = None
         return code
 
     def close(self) -> None:
@@ -209,6 +215,9 @@ def _to_result(reply: dict) -> ExecutionResult:
         )
     except (KeyError, TypeError):
         ok = False
+    coverage = reply.get("coverage")
+    if coverage is not None and not _is_coverage(coverage):
+        ok = False
     if not ok:
         return ExecutionResult.error(f"malformed reply from the sandbox server: {str(reply)[:200]}")
     return ExecutionResult(
@@ -219,4 +228,15 @@ def _to_result(reply: dict) -> ExecutionResult:
         reply.get("stderr", ""),
         float(reply.get("duration_s", 0.0)),
         reply.get("detail", ""),
+        coverage,
+    )
+
+
+def _is_coverage(value: object) -> bool:
+    if not isinstance(value, dict):
+        return False
+    if set(value) == {"error"}:
+        return isinstance(value["error"], str)
+    return set(value) == {"statements", "excluded", "missing"} and all(
+        isinstance(lines, list) and all(type(n) is int for n in lines) for lines in value.values()
     )
