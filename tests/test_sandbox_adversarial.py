@@ -316,3 +316,258 @@ def _received(server: socket.socket) -> bytes | None:
         return None
     with conn:
         return conn.recv(100)
+
+
+# Programs that try to fake a pass from inside the interpreter. Each searches for the nonce (a
+# 32-hex-digit bytes or str value) or a reporting function and sprays what it finds to every
+# descriptor; the tests that follow always fail, so only a forged sentinel could pass.
+SPRAY = (
+    "import os, re, sys\n"
+    "HEX = re.compile(rb'[0-9a-f]{32}')\n"
+    "def spray(value):\n"
+    "    data = value.encode() if isinstance(value, str) else bytes(value)\n"
+    "    for fd in range(3, 64):\n"
+    "        try:\n"
+    "            os.write(fd, data)\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "def looks_like_nonce(value):\n"
+    "    if isinstance(value, str):\n"
+    "        value = value.encode('latin-1', 'ignore')\n"
+    "    return isinstance(value, (bytes, bytearray)) and HEX.fullmatch(bytes(value)) is not None\n"
+    "def loot(namespace):\n"
+    "    for name, value in list(namespace.items()):\n"
+    "        if looks_like_nonce(value):\n"
+    "            spray(value)\n"
+    "        for cell in getattr(value, '__closure__', None) or ():\n"
+    "            if looks_like_nonce(cell.cell_contents):\n"
+    "                spray(cell.cell_contents)\n"
+    "        for arg in getattr(value, 'args', None) or ():\n"
+    "            if looks_like_nonce(arg):\n"
+    "                spray(arg)\n"
+    "        if callable(value) and 'report' in name.lower():\n"
+    "            for argument in (None, b''):\n"
+    "                try:\n"
+    "                    value(argument)\n"
+    "                except Exception:\n"
+    "                    pass\n"
+    "def walk(frame):\n"
+    "    while frame is not None:\n"
+    "        loot(frame.f_locals)\n"
+    "        loot(frame.f_globals)\n"
+    "        frame = frame.f_back\n"
+)
+FAKE_PASS = {
+    "frame_walk": SPRAY + "walk(sys._getframe())\nos._exit(0)\n",
+    "traceback_frame_walk": SPRAY
+    + "try:\n    raise RuntimeError\nexcept RuntimeError as exc:\n    walk(exc.__traceback__.tb_frame)\nos._exit(0)\n",
+    "signal_handler_frame_walk": SPRAY + "import signal\n"
+    "signal.signal(signal.SIGALRM, lambda signum, frame: walk(frame))\n"
+    "signal.setitimer(signal.ITIMER_REAL, 0.0001, 0.0001)\n"
+    "for _ in range(20000):\n    pass\n",
+    "gc_search_and_proc_fd_write": SPRAY + "import gc\n"
+    "try:\n"
+    "    objects = gc.get_objects()\n"
+    "except PermissionError as exc:\n"
+    "    print('gc refused:', exc)\n"
+    "    objects = []\n"
+    "for obj in objects:\n"
+    "    for value in [obj, *(getattr(obj, 'args', None) or ())]:\n"
+    "        if looks_like_nonce(value):\n"
+    "            for fd in os.listdir('/proc/self/fd'):\n"
+    "                try:\n"
+    "                    os.write(os.open(f'/proc/self/fd/{fd}', os.O_WRONLY), bytes(value))\n"
+    "                except OSError:\n"
+    "                    pass\n"
+    "os._exit(0)\n",
+    "trace_function_skips_the_tests": (
+        "import sys\n"
+        "def jump(frame, event, arg):\n"
+        "    if event == 'line' and frame.f_code.co_filename.endswith('main.py') and frame.f_lineno > 12:\n"
+        "        frame.f_lineno = frame.f_code.co_firstlineno + 999\n"
+        "    return jump\n"
+        "sys.settrace(jump)\n"
+    ),
+}
+
+
+def unicode_escaped(program: str) -> str:
+    """``program`` hidden from any text scan: a coding declaration and every character escaped."""
+    return "# -*- coding: unicode_escape -*-\n" + "".join(f"\\u{ord(c):04x}" for c in program)
+
+
+FAKE_PASS["gc_search_hidden_by_unicode_escape"] = unicode_escaped(FAKE_PASS["gc_search_and_proc_fd_write"])
+
+
+@pytest.mark.parametrize("case", FAKE_PASS)
+def test_no_pass_faked_from_inside_the_interpreter(sandbox, marker, case):
+    result = run_hostile(sandbox, marker, FAKE_PASS[case], tests="assert False, 'the tests must not pass'\n")
+    assert result.status in ("failed", "timeout"), result
+
+
+def test_gc_and_tracing_are_refused(sandbox, marker):
+    program = (
+        "import gc, sys\n"
+        "for attempt in (gc.get_objects, lambda: gc.get_referrers(sys), lambda: sys.settrace(print),\n"
+        "                lambda: sys.setprofile(print)):\n"
+        "    try:\n"
+        "        attempt()\n"
+        "        print('ALLOWED')\n"
+        "    except PermissionError as exc:\n"
+        "        print('refused', exc)\n"
+    )
+    result = run_hostile(sandbox, marker, program, tests="assert False\n")
+    assert result.stdout.count("refused") == 4 and "ALLOWED" not in result.stdout, result
+
+
+def test_forged_server_reply(sandbox, marker):
+    """Write a well-formed 'passed' reply into every pipe and socket of the server and of the host
+    (with raw system calls, below any Python-level check), then kill the server."""
+    program = (
+        "import ctypes, json, os, signal, struct\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "reply = json.dumps({'status': 'passed', 'exit_code': 0, 'stdout': '', 'stderr': '',\n"
+        "                    'duration_s': 0.0, 'detail': '', 'restart': False}).encode()\n"
+        "frame = struct.pack('>I', len(reply)) + reply\n"
+        "server = os.getppid()\n"
+        "with open(f'/proc/{server}/stat') as f:\n"
+        "    host = int(f.read().rpartition(')')[2].split()[1])\n"
+        "opened = 0\n"
+        "channels = {server: (b'pipe:', b'socket:'), host: (b'socket:',), os.getpid(): (b'pipe:', b'socket:')}\n"
+        "for pid, kinds in channels.items():\n"  # the host's own pipes are its terminal: left alone
+        "    for fd in range(256):\n"
+        "        path = f'/proc/{pid}/fd/{fd}'.encode()\n"
+        "        target = ctypes.create_string_buffer(64)\n"
+        "        if libc.readlink(path, target, 63) <= 0 or not target.value.startswith(kinds):\n"
+        "            continue\n"
+        "        handle = libc.open(path, os.O_WRONLY | os.O_NONBLOCK)\n"
+        "        if handle >= 0:\n"
+        "            opened += 1\n"
+        "            libc.write(handle, frame, len(frame))\n"
+        "            libc.close(handle)\n"
+        "print('opened', opened, flush=True)\n"
+        "os.kill(server, signal.SIGKILL)\n"
+    )
+    result = run_hostile(sandbox, marker, program, tests="assert False\n")
+    assert result.status in ("failed", "killed"), result
+
+
+def test_payload_under_coverage_stays_inside(sandbox, marker, tmp_path):
+    """A passing program whose payload fires only when coverage.py is loaded (the ExcessCode run)."""
+    from eval.excess_code import coverage_of
+
+    targets = [tmp_path / marker, REPO / marker]
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        program = named(
+            marker,
+            "import os, socket, sys, time\n"
+            "def add(a, b):\n"
+            "    return a + b\n"
+            "if 'coverage' in sys.modules:\n"
+            f"    for path in {[str(t) for t in targets]!r}:\n"
+            "        try:\n"
+            "            open(path, 'w').write('escaped')\n"
+            "        except OSError:\n"
+            "            pass\n"
+            "    try:\n"
+            f"        socket.create_connection(('127.0.0.1', {port}), timeout=1).sendall(b'leak')\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "    if os.fork() == 0:\n"
+            "        os.setsid()\n"
+            "        if os.fork() == 0:\n"
+            "            time.sleep(60)\n"
+            "        os._exit(0)\n",
+        )
+        try:
+            report = coverage_of(program, "assert add(1, 2) == 3\n", sandbox, LIMITS)
+            written = [t for t in targets if t.exists()]
+        finally:
+            for target in targets:
+                target.unlink(missing_ok=True)
+        if sandbox.guards()["network"].startswith("network namespace"):
+            assert _received(server) is None, "the payload reached a host socket"
+    assert report.statements, report
+    assert survivors(marker) == [], "the payload's daemon outlived the coverage run"
+    if sandbox.backend == "bwrap":
+        assert written == [], f"the payload wrote {written}"
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def single_worker(request):
+    """One worker, so consecutive runs share a server: what one leaves, the next would see."""
+    with make_sandbox(request.param, limits=LIMITS, workers=1) as sb:
+        yield sb
+
+
+def test_nothing_carries_over_to_the_next_program(single_worker):
+    # The local backend shares the host's /dev, /dev/shm and /tmp (documented): only bwrap's are checked.
+    paths = ["efx-left"]
+    if single_worker.backend == "bwrap":
+        paths += ["/dev/efx-left", "/dev/shm/efx-left", "/tmp/efx-left"]
+    leave = (
+        "import ctypes, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        f"for path in {paths!r}:\n"
+        "    try:\n"
+        "        open(path, 'w').write('left behind')\n"
+        "    except OSError as exc:\n"
+        "        print('refused', path, exc)\n"
+        "print('shm', libc.shmget(0x45465801, 4096, 0o1666))\n"  # IPC_CREAT | 0666
+        "print('sem', libc.semget(0x45465802, 1, 0o1666))\n"
+    )
+    find = (
+        "import ctypes, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        f"found = [p for p in {paths!r} if os.path.exists(p)]\n"
+        "found += ['shm'] if libc.shmget(0x45465801, 0, 0) >= 0 else []\n"
+        "found += ['sem'] if libc.semget(0x45465802, 0, 0) >= 0 else []\n"
+    )
+    left = single_worker.run(leave, "")
+    assert left.passed and "shm -1" not in left.stdout and "sem -1" not in left.stdout, left
+    if single_worker.backend == "bwrap":
+        assert "refused /dev/efx-left" in left.stdout, left  # /dev is read-only
+    found = single_worker.run(find, "assert not found, found\n")
+    assert found.passed, (left.stdout, found.detail)
+
+
+def test_secrets_and_project_folders_are_unreadable(sandbox, marker):
+    if sandbox.backend != "bwrap":
+        pytest.skip("the local backend reads what its user can (documented)")
+    secret = REPO / f".{marker}"
+    secret.write_text("secret")
+    program = (
+        f"for path in ('/etc/shadow', '/etc/gshadow', {str(secret)!r}, '/root/.bashrc'):\n"
+        "    try:\n"
+        "        print('READ', path, open(path).read()[:40])\n"
+        "    except OSError as exc:\n"
+        "        print('refused', path, type(exc).__name__)\n"
+    )
+    try:
+        result = run_hostile(sandbox, marker, program, tests="assert False\n")
+    finally:
+        secret.unlink()
+    assert "READ" not in result.stdout.replace("READ /etc/shadow \n", ""), result.stdout
+    assert "secret" not in result.stdout and "root:" not in result.stdout, result.stdout
+
+
+def test_ordinary_programs_are_not_hindered(sandbox):
+    """What the audit hook must let through: logging, inspect, namedtuple, typing, threads, frames."""
+    program = (
+        "import collections, inspect, logging, sys, threading, typing\n"
+        "logging.basicConfig(level=logging.INFO)\n"
+        "logging.getLogger('x').info('hello')\n"
+        "Point = collections.namedtuple('Point', 'x y')\n"
+        "T = typing.TypeVar('T')\n"
+        "def f(a, b=2):\n"
+        "    return sys._getframe().f_code.co_name, inspect.signature(f)\n"
+        "out = []\n"
+        "t = threading.Thread(target=lambda: out.append(Point(1, 2)))\n"
+        "t.start(); t.join()\n"
+    )
+    tests = "assert f(1)[0] == 'f' and str(f(1)[1]) == '(a, b=2)'\nassert out == [Point(1, 2)]\n"
+    result = sandbox.run(program, tests)
+    assert result.passed, result
+    measured = sandbox.run(program, tests, coverage=True)
+    assert measured.passed and measured.coverage and measured.coverage["missing"] == [], measured
