@@ -14,7 +14,7 @@ from train.formats import ChatFormat, PromptFormat
 def build_requests(
     problems: Sequence[Problem], splits: Sequence[str], fmt: PromptFormat, tokenizer: Any = None
 ) -> list[GenerationRequest]:
-    """One request per (problem, split); chat formats carry their messages too."""
+    """One request per (problem, split), showing `problem.shown`; chat formats carry their messages too."""
     requests = []
     for problem in problems:
         for split in problem.splits:
@@ -23,10 +23,10 @@ def build_requests(
             instruction = problem.instructions[split]
             messages: tuple[tuple[str, str], ...] = ()
             if isinstance(fmt, ChatFormat):
-                messages = tuple((m["role"], m["content"]) for m in fmt.messages(problem.before, instruction))
-                prompt = fmt.prompt(problem.before, instruction, tokenizer) if tokenizer is not None else ""
+                messages = tuple((m["role"], m["content"]) for m in fmt.messages(problem.shown, instruction))
+                prompt = fmt.prompt(problem.shown, instruction, tokenizer) if tokenizer is not None else ""
             else:
-                prompt = fmt.prompt(problem.before, instruction)
+                prompt = fmt.prompt(problem.shown, instruction)
             requests.append(GenerationRequest(problem=problem, split=split, prompt=prompt, messages=messages))
     return requests
 
@@ -40,7 +40,10 @@ def generate_samples(
     sampling: SamplingConfig,
     progress: Callable[[int], None] | None = None,
 ) -> int:
-    """Top every request up to `n` samples; returns how many samples were made."""
+    """Top every request up to `n` samples; returns how many samples were made.
+
+    A sample's `code` is what runs: the extracted code as the problem's `program` makes it.
+    """
     by_need: dict[int, list[GenerationRequest]] = {}
     for request in requests:
         need = n - store.count(request.problem.id, request.split)
@@ -59,7 +62,7 @@ def generate_samples(
                         "index": start + offset,
                         "prompt": request.prompt or list(request.messages),
                         "completion": completion,
-                        "code": fmt.extract(completion),
+                        "code": request.problem.program(fmt.extract(completion)),
                     }
                 )
             made += len(completions)

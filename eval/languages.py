@@ -23,11 +23,16 @@ JS_PRELUDE = (
 )
 
 
+# bigcode-evaluation-harness gives HumanEvalFix C++ 60 s (humanevalpack.py LANGUAGE_TO_TIMEOUT).
+CPP_TIMEOUT_S = 60.0
+
+
 @dataclass(frozen=True)
 class CommandJob:
     argv: list[str]
     files: dict[str, str]
     memory_mb: int | None = None  # a JVM reserves far more address space than it uses
+    timeout_s: float | None = None  # replaces sandbox.timeout_s for this job (compile + run)
 
 
 def command_job(language: str, program: str, tests: str) -> CommandJob:
@@ -35,7 +40,11 @@ def command_job(language: str, program: str, tests: str) -> CommandJob:
     if language == "js":
         return CommandJob(["node", "main.js"], {"main.js": JS_PRELUDE + source})
     if language == "cpp":
-        return CommandJob(["sh", "-c", "g++ -std=c++17 -O1 -o main main.cpp -lcrypto && ./main"], {"main.cpp": source})
+        return CommandJob(
+            ["sh", "-c", "g++ -std=c++17 -O1 -o main main.cpp -lcrypto && ./main"],
+            {"main.cpp": source},
+            timeout_s=CPP_TIMEOUT_S,
+        )
     if language == "java":
         return CommandJob(
             ["sh", "-c", "javac -J-Xmx256m Main.java && java -Xmx256m -XX:+UseSerialGC Main"],

@@ -2,8 +2,14 @@
 
 Every benchmark maps into `Problem`: `before` is the code to edit, `after` the reference
 edit, one instruction per split (CanItEdit: descriptive and lazy; HumanEvalFix: one per
-language), `tests` the code that must pass after the program. A file with a missing or
-mistyped field fails with a message that names the problem and the field.
+language), `tests` the code that must pass after the program. Two optional fields let a
+benchmark run as its authors ran it (HumanEvalFix, bigcode's harness):
+
+- `shown_tests`: tests the prompt shows after `before` (`shown`); a completion that repeats
+  them is cut where they begin, since execution appends `tests` anyway (they run once);
+- `prelude`: code run before the program but never shown (bigcode's import helper).
+
+A file with a missing or mistyped field fails with a message that names the problem and the field.
 """
 
 from __future__ import annotations
@@ -39,10 +45,36 @@ class Problem:
     language: str = "python"
     taxonomy: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. entry_point, declaration
+    shown_tests: str = ""  # tests the prompt shows after `before`
+    prelude: str = ""  # runs before the program, never shown to the model
 
     @property
     def splits(self) -> list[str]:
         return list(self.instructions)
+
+    @property
+    def shown(self) -> str:
+        """The code the prompt shows: `before`, then the tests where the benchmark shows them."""
+        return f"{self.before}\n{self.shown_tests}" if self.shown_tests else self.before
+
+    def program(self, code: str) -> str:
+        """The program that runs for a completion's extracted `code`.
+
+        >>> p = Problem("1", "p", "f = 0\\n", "f = 1\\n", "assert f\\n", {"s": "fix"},
+        ...             shown_tests="assert f\\n", prelude="import math")
+        >>> p.program("f = 1\\n\\nassert f\\nassert f\\n")
+        'import math\\nf = 1\\n\\n'
+        """
+        first = next((line for line in self.shown_tests.splitlines() if line.strip()), None)
+        if first is not None:
+            lines = code.splitlines(keepends=True)
+            for i, line in enumerate(lines):
+                if line.rstrip("\r\n") == first:
+                    code = "".join(lines[:i])
+                    break
+        if self.prelude and code.strip():
+            code = f"{self.prelude}\n{code}"
+        return code
 
 
 def problem_from_canitedit(record: dict[str, Any], where: str) -> Problem:

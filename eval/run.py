@@ -89,7 +89,7 @@ class EvalRun:
             raise ValueError(
                 f"benchmark.languages {unsupported} cannot run here; supported: {available_languages()}"
             )
-        self.benchmark = load_benchmark(bench.name, bench.path, list(bench.languages))
+        self.benchmark = load_benchmark(bench.name, bench.path, list(bench.languages), bench.variant)
         problems = self.benchmark.problems[: bench.limit] if bench.limit else self.benchmark.problems
         self.problems = {p.id: p for p in problems}
         self.splits = list(bench.splits) if bench.splits else self.benchmark.splits

@@ -46,6 +46,11 @@ def test_humanevalfix_maps_into_the_contract():
     assert p.before.startswith(p.extra["entry_point"][:0] or "from typing import List")
     assert p.tests.rstrip().endswith("check(has_close_elements)")
     assert p.instructions == {"python": "Fix bugs in has_close_elements."}
+    assert p.shown == p.before + "\n" + p.tests and p.prelude.startswith("import math\n")  # fixtests
+    js = bench.problems[164]
+    assert js.language == "js" and js.prelude == "" and js.tests.rstrip().endswith("testHasCloseElements()")
+    with pytest.raises(BenchmarkError, match="fixdocs"):
+        load_benchmark("humanevalfix", str(HUMANEVALPACK), ["python"], variant="docs")
 
 
 def test_a_torn_last_line_is_dropped_on_resume(tmp_path):

@@ -134,24 +134,7 @@ def test_fixtures_check_themselves(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not HUMANEVALPACK.is_dir(), reason="needs ../shared/data/humanevalpack")
-def test_humanevalfix_python_reference_passes_all_and_identity_fails_all(tmp_path):
-    common = [
-        "benchmark=humanevalfix",
-        f"benchmark.path={HUMANEVALPACK}",
-        "gen.n=1",
-        "score.excess_code=false",
-        "sandbox.timeout_s=5",
-    ]
-    ref = run_eval([*common, "model=reference", f"out={tmp_path}/ref"])["metrics"]["python"]
-    assert (ref["problems"], ref["pass@1"]) == (164, 1.0)
-    ident = run_eval([*common, "model=identity", f"out={tmp_path}/id"])["metrics"]["python"]
-    assert (ident["problems"], ident["pass@1"]) == (164, 0.0)
-    assert ident["statuses"].get("timeout", 0) == 3  # three buggy programs never end
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not HUMANEVALPACK.is_dir(), reason="needs ../shared/data/humanevalpack")
-@pytest.mark.parametrize("language, limit", [("js", None), ("cpp", 10), ("java", 10)])
+@pytest.mark.parametrize("language, limit", [("cpp", 10), ("java", 10)])  # python, js: test_humanevalfix.py
 def test_humanevalfix_other_languages_check_themselves(tmp_path, language, limit):
     from eval.languages import available_languages
 

@@ -2,7 +2,7 @@
 
 `load_benchmark(name, path, languages)` returns the problems and the splits to score.
 CanItEdit's splits are its instruction kinds (descriptive, lazy); HumanEvalFix's are
-languages; the fixtures follow CanItEdit's schema.
+languages (and it has variants: fix, fixtests, fixdocs); the fixtures follow CanItEdit's schema.
 """
 
 from __future__ import annotations
@@ -30,11 +30,14 @@ class Benchmark:
         return list(seen)
 
 
-def load_benchmark(name: str, path: str | None = None, languages: list[str] | None = None) -> Benchmark:
+def load_benchmark(
+    name: str, path: str | None = None, languages: list[str] | None = None, variant: str = "fixtests"
+) -> Benchmark:
+    """`variant` (fix | fixtests | fixdocs) is HumanEvalFix's; the other benchmarks have none."""
     if name == "canitedit":
         return Benchmark(name, load_canitedit(path))
     if name == "fixtures":
         return Benchmark(name, load_canitedit(path or str(FIXTURES)))
     if name == "humanevalfix":
-        return Benchmark(name, load_humanevalfix(path, languages or ["python"]))
+        return Benchmark(name, load_humanevalfix(path, languages or ["python"], variant))
     raise ValueError(f"unknown benchmark {name!r}; choose canitedit, humanevalfix or fixtures")

@@ -1,10 +1,20 @@
-"""HumanEvalFix (HumanEvalPack): fix the bug in a function, in six languages.
+"""HumanEvalFix (HumanEvalPack): fix the bug in a function, as bigcode-evaluation-harness runs it.
 
-The mapping into the CanItEdit contract: before = declaration + buggy solution, after =
-declaration + canonical solution, tests = the language's test code (Python: plus
-`check(entry_point)`), instruction = "Fix bugs in {entry_point}." (OctoPack's). Splits are
-languages. Reads `<path>/<lang>.jsonl` (HumanEvalPack's layout) or the hub's
-`bigcode/humanevalpack`.
+bigcode's `humanevalpack.py` (`HumanEvalFixBase.get_prompt`) shows the model a context and
+asks "Fix bugs in {entry_point}."; the variant decides the context:
+
+- `fixtests` (bigcode's standard task, `humanevalfixtests-<lang>`): declaration + buggy
+  solution + "\\n" + the tests;
+- `fixdocs` (`humanevalfixdocs-<lang>`): the prompt with its docstring + buggy solution;
+- `fix`: declaration + buggy solution only (no ground truth shown; the earlier mapping).
+
+Mapped into the CanItEdit contract: before = what the model must edit (declaration or
+docstring prompt + buggy solution), after = the same + canonical solution, `shown_tests` =
+the tests under `fixtests`, instruction = "Fix bugs in {entry_point}.", tests = the
+language's test code as is (it already calls `check(...)` or its own test function, so it
+runs once), `prelude` = bigcode's `IMPORT_HELPER` for Python and C++, put before the program
+at execution. Splits are languages. Reads `<path>/<lang>.jsonl` (HumanEvalPack's layout) or
+the hub's `bigcode/humanevalpack`.
 """
 
 from __future__ import annotations
@@ -15,41 +25,92 @@ from typing import Any
 from eval.problems import BenchmarkError, Problem, check_unique, read_jsonl
 
 HUB_ID = "bigcode/humanevalpack"
-FIELDS = ("task_id", "declaration", "buggy_solution", "canonical_solution", "test", "entry_point")
+FIELDS = ("task_id", "prompt", "declaration", "buggy_solution", "canonical_solution", "test", "entry_point")
+VARIANTS = ("fix", "fixtests", "fixdocs")
+
+# bigcode_eval/tasks/humanevalpack.py IMPORT_HELPER (from CodeGeeX), joined by newlines and
+# put before each program; the languages we run that it has helpers for.
+IMPORT_HELPER = {
+    "python": [
+        "import math",
+        "import re",
+        "import sys",
+        "import copy",
+        "import datetime",
+        "import itertools",
+        "import collections",
+        "import heapq",
+        "import statistics",
+        "import functools",
+        "import hashlib",
+        "import numpy",
+        "import numpy as np",
+        "import string",
+        "from typing import *",
+        "from collections import *",
+    ],
+    "cpp": [
+        "using namespace std;",
+        "#include<stdlib.h>",
+        "#include<algorithm>",
+        "#include<cmath>",
+        "#include<math.h>",
+        "#include<numeric>",
+        "#include<stdio.h>",
+        "#include<vector>",
+        "#include<set>",
+        "#include<map>",
+        "#include<queue>",
+        "#include<stack>",
+        "#include<list>",
+        "#include<deque>",
+        "#include<boost/any.hpp>",
+        "#include<string>",
+        "#include<climits>",
+        "#include<cstring>",
+        "#include<iostream>",
+        "#include<sstream>",
+        "#include<fstream>",
+    ],
+}
 
 
-def _join(declaration: str, solution: str) -> str:
-    """declaration + solution, minus lines the declaration already holds (CPP/38's declaration
-    ends with the first lines of the function body, which the solutions repeat)."""
-    head = declaration.rstrip("\n").split("\n")
+def _join(head: str, solution: str) -> str:
+    """head + solution, minus lines the head already holds (CPP/38's declaration ends with the
+    first lines of the function body, which the solutions repeat)."""
+    lines = head.rstrip("\n").split("\n")
     body = [line.strip() for line in solution.split("\n")]
-    for k in range(min(len(head), len(body)) - 1, 1, -1):
-        if [line.strip() for line in head[-k:]] == body[:k] and any(body[:k]):
-            return "\n".join(head[:-k]) + "\n" + solution
-    return declaration + solution
+    for k in range(min(len(lines), len(body)) - 1, 1, -1):
+        if [line.strip() for line in lines[-k:]] == body[:k] and any(body[:k]):
+            return "\n".join(lines[:-k]) + "\n" + solution
+    return head + solution
 
 
-def problem_from_humanevalpack(record: dict[str, Any], language: str, where: str) -> Problem:
+def problem_from_humanevalpack(
+    record: dict[str, Any], language: str, where: str, variant: str = "fixtests"
+) -> Problem:
+    if variant not in VARIANTS:
+        raise BenchmarkError(f"HumanEvalFix variant {variant!r}: choose one of {VARIANTS}")
     for key in FIELDS:
         if not isinstance(record.get(key), str):
             raise BenchmarkError(f"{where}: problem {record.get('task_id', '?')!r} lacks text field {key!r}")
-    tests = record["test"]
-    if language == "python":
-        tests = f"{tests}\n\ncheck({record['entry_point']})\n"
+    head = record["prompt"] if variant == "fixdocs" else record["declaration"]
     return Problem(
         id=record["task_id"],
         name=record["task_id"].replace("/", "_"),
-        before=_join(record["declaration"], record["buggy_solution"]),
-        after=_join(record["declaration"], record["canonical_solution"]),
-        tests=tests,
+        before=_join(head, record["buggy_solution"]),
+        after=_join(head, record["canonical_solution"]),
+        tests=record["test"],
         instructions={language: f"Fix bugs in {record['entry_point']}."},
         language=language,
         taxonomy={"bug_type": record.get("bug_type"), "failure_symptoms": record.get("failure_symptoms")},
-        extra={"entry_point": record["entry_point"]},
+        extra={"entry_point": record["entry_point"], "variant": variant},
+        shown_tests=record["test"] if variant == "fixtests" else "",
+        prelude="\n".join(IMPORT_HELPER.get(language, [])),
     )
 
 
-def load_humanevalfix(path: str | None, languages: list[str]) -> list[Problem]:
+def load_humanevalfix(path: str | None, languages: list[str], variant: str = "fixtests") -> list[Problem]:
     problems: list[Problem] = []
     for language in languages:
         if path is not None:
@@ -66,5 +127,5 @@ def load_humanevalfix(path: str | None, languages: list[str]) -> list[Problem]:
                     "holding <language>.jsonl files"
                 ) from err
             records = [(f"{HUB_ID}:{language}[{i}]", dict(r)) for i, r in enumerate(ds)]
-        problems += [problem_from_humanevalpack(r, language, where) for where, r in records]
+        problems += [problem_from_humanevalpack(r, language, where, variant) for where, r in records]
     return check_unique(problems, path or HUB_ID)
