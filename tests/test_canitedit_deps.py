@@ -1,0 +1,50 @@
+"""CanItEdit problems that import what its execution image installs (the `[eval]` extra) pass
+with `model=reference` and fail with `model=identity`, through the command line."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+
+FIXTURE = REPO / "tests" / "fixtures" / "canitedit_deps.jsonl"
+MODULES = ("z3", "sklearn", "flask", "autograd", "numpy")
+MISSING = [m for m in MODULES if importlib.util.find_spec(m) is None]
+
+
+def test_the_fixture_imports_each_package():
+    problems = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+    code = "\n".join(p["after"] for p in problems)
+    for module in MODULES:
+        assert f"import {module}" in code or f"from {module}" in code
+    assert all(p["tests"].startswith("### START TESTS ###\nif True:  # pragma: no cover\n") for p in problems)
+
+
+@pytest.mark.skipif(bool(MISSING), reason=f"not importable: {MISSING}; pip install -e '.[eval]'")
+@pytest.mark.parametrize("model, expected", [("reference", 1.0), ("identity", 0.0)])
+def test_problems_needing_canitedits_packages_check_themselves(tmp_path, model, expected):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "eval.run",
+            "benchmark=canitedit",
+            f"benchmark.path={FIXTURE}",
+            f"model={model}",
+            "gen.n=1",
+            "score.excess_code=false",
+            f"out={tmp_path}",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = json.loads((tmp_path / "results.json").read_text())["metrics"]
+    assert {split: m["pass@1"] for split, m in metrics.items()} == {"descriptive": expected, "lazy": expected}
+    assert all(m["problems"] == 4 for m in metrics.values())
