@@ -196,7 +196,7 @@ def main(cfg: DictConfig) -> None:
         if stage in ("execute", "all"):
             run.execute()
         if stage in ("score", "all"):
-            print(render_report(run.cfg.model.name, run.benchmark.name, {**run.score(), "per_problem": []}))
+            print(render_report(run.cfg.model.name, run.benchmark.name, run.score()))  # per problem: report.md
     finally:
         run.close()
 
