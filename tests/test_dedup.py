@@ -228,14 +228,62 @@ def test_same_signatures_in_one_batch_or_many():
     )
 
 
-def test_config_matches_datasketch_lsh_params_and_manifest():
-    for threshold in (0.5, 0.7, 0.85):
-        cfg = MinHashConfig(threshold=threshold, num_perm=128)
-        lsh = datasketch.MinHashLSH(threshold=threshold, num_perm=128)
-        assert cfg.bands_rows() == (lsh.b, lsh.r)
-    manifest = CFG.as_manifest()
-    assert manifest["scheme"] == "affine64" and manifest["datasketch_version"] == datasketch.__version__
-    assert (manifest["bands"], manifest["rows"]) == CFG.bands_rows()
+# What datasketch 2.0.0 (the pinned version) picks: MinHashLSH(threshold, num_perm) -> (b, r).
+DATASKETCH_BANDS_ROWS = {(0.5, 128): (25, 5), (0.7, 128): (14, 9), (0.85, 128): (8, 16), (0.5, 256): (42, 6)}
+
+
+def _built_manifest(tmp_path, overrides: list[str]) -> dict:
+    """manifest.json of a real build of a few commits with these dedup settings."""
+    import json
+
+    from conftest import compose_build
+
+    from data_pipeline.build import to_build_config
+    from data_pipeline.pipeline import run_pipeline
+
+    body = "def f{i}(x):\n    y = x * {i}\n    return y + {i}\n"
+    rows = [
+        {"commit": f"c{i}", "old_file": "m.py", "new_file": "m.py", "lang": "Python",
+         "old_contents": body.format(i=i), "new_contents": body.format(i=i) + "z = 1\n",
+         "subject": f"Add a constant to module number {i}", "message": "Add a constant"}
+        for i in range(6)
+    ]  # fmt: skip
+    raw = tmp_path / "raw.jsonl"
+    raw.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = compose_build(
+        ["pipeline=editpackft", "source=files", f"source.paths=[{raw}]", f"out={tmp_path / 'out'}",
+         "pipeline.decontaminate.enabled=false", *overrides]
+    )  # fmt: skip
+    run_pipeline(to_build_config(cfg))
+    return json.loads((tmp_path / "out" / "manifest.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "threshold, num_perm, exact_check",
+    [(0.5, 128, False), (0.7, 128, False), (0.85, 128, False), (0.7, 256, True)],
+)
+def test_config_matches_datasketch_lsh_params_and_manifest(tmp_path, threshold, num_perm, exact_check):
+    # the documented LSH threshold: the dedup threshold, or 0.2 below it with the exact check
+    lsh_threshold = round(threshold - 0.2, 4) if exact_check else threshold
+    lsh = datasketch.MinHashLSH(threshold=lsh_threshold, num_perm=num_perm)  # datasketch's own choice
+    expected = {"bands": lsh.b, "rows": lsh.r, "lsh_threshold": lsh_threshold}
+    assert (lsh.b, lsh.r) == DATASKETCH_BANDS_ROWS[(lsh_threshold, num_perm)]
+    cfg = MinHashConfig(threshold=threshold, num_perm=num_perm, exact_check=exact_check)
+    assert cfg.bands_rows() == (lsh.b, lsh.r) and lsh.b * lsh.r <= num_perm
+    manifest = _built_manifest(
+        tmp_path,
+        [
+            f"pipeline.dedup.threshold={threshold}",
+            f"pipeline.dedup.num_perm={num_perm}",
+            f"pipeline.dedup.exact_check={exact_check}",
+        ],
+    )["minhash"]
+    assert {k: manifest[k] for k in expected} == expected
+    assert (manifest["threshold"], manifest["num_perm"], manifest["ngram"]) == (threshold, num_perm, 5)
+    assert (
+        manifest["scheme"] == "affine64"
+        and manifest["datasketch_version"] == datasketch.__version__ == "2.0.0"
+    )
     with pytest.raises(ValueError, match="affine64"):
         MinHashConfig(scheme="affine32")
 
