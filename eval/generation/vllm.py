@@ -42,7 +42,9 @@ class VLLMGenerator:
             trust_remote_code=trust_remote_code,
         )
         self.tokenizer = self.llm.get_tokenizer()
-        self.context = self.llm.llm_engine.model_config.max_model_len  # max_model_len, or the model's own
+        # max_model_len as given, or the model's own; newer vLLM also exposes it on LLM itself
+        model_config = getattr(self.llm, "model_config", None) or self.llm.llm_engine.model_config
+        self.context = model_config.max_model_len
         self.batch_size = batch_size  # prompts per generate call: bounds what a crash can lose
 
     def generate(
