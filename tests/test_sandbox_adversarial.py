@@ -402,7 +402,8 @@ FAKE_PASS["gc_search_hidden_by_unicode_escape"] = unicode_escaped(FAKE_PASS["gc_
 @pytest.mark.parametrize("case", FAKE_PASS)
 def test_no_pass_faked_from_inside_the_interpreter(sandbox, marker, case):
     result = run_hostile(sandbox, marker, FAKE_PASS[case], tests="assert False, 'the tests must not pass'\n")
-    assert result.status in ("failed", "timeout"), result
+    # (a program whose own 0.1 ms interval timer outlives its handler dies of SIGALRM: "killed")
+    assert result.status in ("failed", "timeout", "killed"), result
 
 
 def test_gc_and_tracing_are_refused(sandbox, marker):

@@ -127,6 +127,7 @@ class BwrapLauncher:
             "keep_paths": [p for p in interpreter_paths() if p.startswith(("/tmp/", "/dev/shm/"))],
             "nproc_base": 2,
             "unshare_net": False,  # bwrap already did, unless the profile allows the network
+            "coverage": profile.coverage,
         }
         argv = [*bwrap_argv(self._binary, profile, self._userns), "--", sys.executable, "-I", HARNESS]
         argv.append(json.dumps(config))

@@ -67,8 +67,9 @@ PRELOAD = (
     "bisect collections copy dataclasses datetime decimal fractions functools hashlib heapq itertools json "
     "math operator random re string typing"
 )
-# Measured for ExcessCode inside the sandbox; optional so a bare interpreter can still serve.
-OPTIONAL_PRELOAD = ("coverage",)
+# Optional, so that a bare interpreter can still serve: numpy is in bigcode's HumanEval import
+# helper and costs 60 ms per run when not preloaded. (coverage.py is loaded by coverage servers.)
+OPTIONAL_PRELOAD = ("numpy", "statistics")
 # CanItEdit's benchmark/.coveragerc adds this to coverage.py's default exclusion ("pragma: no cover").
 COVERAGE_EXCLUDE = r"@(abc\.)?abstractmethod"
 # Audit events no program needs and that lead to the nonce or around the tests: the garbage
@@ -174,7 +175,12 @@ class Server:
         for name in OPTIONAL_PRELOAD:
             with contextlib.suppress(ImportError):
                 importlib.import_module(name)
+        if "numpy" in sys.modules:  # a forked child must not replay the server's random stream
+            os.register_at_fork(after_in_child=sys.modules["numpy"].random.seed)
+        self.coverage = _prepared_coverage(self.work_dir) if config.get("coverage") else None
         gc.freeze()  # keeps the children's garbage collector off the shared pages (fewer copy-on-write faults)
+        # RLIMIT_AS counts what the preloaded modules reserved (numpy: ~120 MB): memory_mb is on top of it.
+        self.base_vm = _address_space()
         self._empty_scratch()
 
     def serve(self) -> None:
@@ -383,12 +389,13 @@ class Server:
             os.dup2(pipes["stderr"][1], 2)
             report_fd, key_fd, data_fd = pipes["report"][1], pipes["key"][0], pipes["data"][1]
             _close_fds_except({report_fd, key_fd, data_fd})
-            _set_rlimits(job["limits"], self.nproc_base)
+            _set_rlimits(job["limits"], self.nproc_base, self.base_vm)
             os.chdir(self.work_dir)
             if job["kind"] == "python":
                 source = job["program"] + "\n" + job["tests"]
                 main_path = os.path.join(self.work_dir, "main.py")
-                _run_python(source, main_path, job.get("coverage", False), key_fd, report_fd, data_fd)
+                collector = self.coverage if job.get("coverage") else None
+                _run_python(source, main_path, collector, key_fd, report_fd, data_fd)
             _exec_command(job["argv"])
         except BaseException as exc:  # the harness failed in the child: never return to the server loop
             os.write(2, f"sandbox harness: {exc!r}\n".encode())
@@ -396,7 +403,7 @@ class Server:
 
 
 def _run_python(
-    source: str, main_path: str, measure: bool, key_fd: int, report_fd: int, data_fd: int
+    source: str, main_path: str, collector, key_fd: int, report_fd: int, data_fd: int
 ) -> NoReturn:
     """Run main.py's text (program + tests) as ``__main__``; report the nonce only if it ran to the end.
 
@@ -416,8 +423,9 @@ def _run_python(
         exit_(_fail(exc, report_fd))
     # Forks of the program do not speak for the run (closerange cannot raise).
     os.register_at_fork(after_in_child=functools.partial(os.closerange, report_fd, report_fd + 1))
-    collector = _start_coverage() if measure else None
-    _install_guard(DENIED_EVENTS - _TRACING_EVENTS if measure else DENIED_EVENTS, PRIVATE_PROC)
+    if collector is not None:
+        collector.start()
+    _install_guard(DENIED_EVENTS if collector is None else DENIED_EVENTS - _TRACING_EVENTS, PRIVATE_PROC)
     try:
         collections.deque(
             map(
@@ -432,7 +440,7 @@ def _run_python(
     except BaseException as exc:  # everything the program raises, SystemExit included, is a failure
         exit_(_fail(exc, report_fd))
     if collector is not None:
-        _send_coverage(collector, main_path, data_fd)
+        _send_coverage(collector, source, main_path, data_fd)
     _flush_stdio()
     exit_(0)  # skips atexit hooks and waiting for non-daemon threads: the verdict is already final
 
@@ -470,24 +478,53 @@ def _install_guard(denied: frozenset[str], private_proc: re.Pattern) -> None:
     sys.addaudithook(guard)
 
 
-def _start_coverage():
-    """Line coverage of the program as CanItEdit measures it (its .coveragerc exclusion included)."""
+def _prepared_coverage(work_dir: str):
+    """A coverage.py collector configured as CanItEdit's .coveragerc, started and stopped once
+    here, and a parse with its exclusions, so that set-up and the parser's regular expressions
+    are ready before the fork instead of costing every run."""
     import coverage
+    from coverage.misc import join_regex
+    from coverage.parser import PythonParser
 
     collector = coverage.Coverage(data_file=None, config_file=False)
     collector.exclude(COVERAGE_EXCLUDE)
     collector.start()
+    collector.stop()
+    collector.editforge_exclude = join_regex(collector.get_exclude_list())
+    PythonParser(
+        text="@abc.abstractmethod\ndef f():\n    pass\n", exclude=collector.editforge_exclude
+    ).parse_source()
     return collector
 
 
-def _send_coverage(collector, main_path: str, data_fd: int) -> None:
-    """Stop measuring and send main.py's statements, exclusions and missed lines as JSON."""
+def _send_coverage(collector, source: str, main_path: str, data_fd: int) -> None:
+    """Stop measuring and send main.py's statements, exclusions and missed lines as JSON.
+
+    The same analysis as coverage.py's report (``coverage.results.analysis_from_file_reporter``):
+    statements and exclusions from its parser, executed lines mapped to their statements.
+    """
+    from coverage.parser import PythonParser
+
     collector.stop()
-    _, statements, excluded, missing, _ = collector.analysis2(main_path)
-    data = json.dumps({"statements": statements, "excluded": excluded, "missing": missing}).encode()
+    parser = PythonParser(text=source, filename=main_path, exclude=collector.editforge_exclude)
+    parser.parse_source()
+    statements = parser.statements
+    executed = parser.translate_lines(_executed_lines(collector, main_path)) & statements
+    lines = {"statements": statements, "excluded": parser.excluded, "missing": statements - executed}
+    data = json.dumps({key: sorted(value) for key, value in lines.items()}).encode()
     view = memoryview(data)
     while view:
         view = view[os.write(data_fd, view) :]
+
+
+def _executed_lines(collector, main_path: str) -> set[int]:
+    """Lines the tracer recorded in main.py: read from the tracer's own table where this
+    coverage.py version has it (the public route first copies everything into SQLite, ~3 ms)."""
+    traced = getattr(getattr(collector, "_collector", None), "data", None)
+    lines = traced.get(os.path.realpath(main_path)) if isinstance(traced, dict) else None
+    if lines is None:
+        lines = collector.get_data().lines(main_path) or ()
+    return {n for n in lines if type(n) is int}
 
 
 def _fail(exc: BaseException, report_fd: int) -> int:
@@ -534,10 +571,16 @@ def _flush_stdio() -> None:
             stream.flush()
 
 
-def _set_rlimits(limits: dict, nproc_base: int) -> None:
+def _address_space() -> int:
+    """Bytes of virtual memory this process has mapped (what RLIMIT_AS counts)."""
+    with open("/proc/self/statm") as f:
+        return os.sysconf("SC_PAGE_SIZE") * int(f.read().split()[0])
+
+
+def _set_rlimits(limits: dict, nproc_base: int, base_vm: int) -> None:
     mb = 1 << 20
     for res, value in (
-        (resource.RLIMIT_AS, limits["memory_mb"] * mb),
+        (resource.RLIMIT_AS, limits["memory_mb"] * mb + base_vm),
         (resource.RLIMIT_FSIZE, limits["file_size_mb"] * mb),
         (resource.RLIMIT_CORE, 0),
         (resource.RLIMIT_MSGQUEUE, 0),  # POSIX message queues would outlive the run

@@ -11,8 +11,9 @@ from typing import Any
 class SandboxLimits:
     """What one execution may use; every field is enforced by the parent, not by the program.
 
-    ``memory_mb`` is the address-space limit (RLIMIT_AS) of every process of the run and, where
-    the host lets us create a memory cgroup, also bounds the resident memory of the whole run.
+    ``memory_mb`` is the address-space limit (RLIMIT_AS) of every process of the run, on top of
+    what the worker's preloaded interpreter already maps (numpy alone reserves ~120 MB), and,
+    where the host lets us create a memory cgroup, also bounds the resident memory of the whole run.
     ``max_processes`` counts processes and threads: a cgroup ``pids.max`` where available, else
     RLIMIT_NPROC, which the kernel ignores for root (the PID namespace or subreaper still kills
     everything at the end). ``disk_mb`` is the size of the bwrap sandbox's private ``/tmp``

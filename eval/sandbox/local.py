@@ -49,6 +49,7 @@ class LocalLauncher:
             "nproc_base": _user_processes(),
             "unshare_net": not profile.network,
             "unshare_ipc": True,
+            "coverage": profile.coverage,
         }
         argv = [sys.executable, "-I", HARNESS, json.dumps(config)]
         return ServerSpec(argv, sandbox_env(home=work_dir, tmp=work_dir), host_dir=root)

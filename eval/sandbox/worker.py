@@ -38,10 +38,12 @@ class Profile:
 
     network: bool
     disk_mb: int
+    # coverage.py pre-imported: it makes every fork slower, so only coverage jobs' servers load it
+    coverage: bool = False
 
     @classmethod
-    def of(cls, limits: SandboxLimits) -> Profile:
-        return cls(limits.network, limits.disk_mb)
+    def of(cls, limits: SandboxLimits, coverage: bool = False) -> Profile:
+        return cls(limits.network, limits.disk_mb, coverage)
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,7 @@ class Worker:
 
     def execute(self, job: dict, limits: SandboxLimits) -> ExecutionResult:
         """Run one job (see harness.Server.execute) under ``limits``; never raises for the program's sake."""
-        profile = Profile.of(limits)
+        profile = Profile.of(limits, bool(job.get("coverage")))
         if self._proc is None or self._proc.poll() is not None or self._profile != profile:
             try:
                 self.start(profile)
