@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from eval.generation import SamplingConfig, make_generator
 from eval.languages import available_languages
 from eval.report import render_report
 from eval.samples import SampleStore
+from eval.sandbox import Sandbox, SandboxLimits, make_sandbox
 from eval.scoring import measure_coverage, score
 from train.config import CONFIG_DIR, setup_entry_logging, to_validated
 from train.formats import PromptFormat, get_format
@@ -122,24 +124,38 @@ class EvalRun:
         finally:
             generator.close()
 
-    def execute(self) -> None:
-        from eval.sandbox import SandboxLimits, make_sandbox
-
+    @cached_property
+    def sandbox(self) -> Sandbox:
+        """One worker pool for execution and coverage, started on first use, stopped by close()."""
         s = self.cfg.sandbox
-        limits = SandboxLimits(timeout_s=s.timeout_s, memory_mb=s.memory_mb)
-        sandbox = make_sandbox(s.backend, limits=limits, workers=s.workers)
+        return make_sandbox(s.backend, limits=self._limits(s.timeout_s), workers=s.workers)
+
+    def _limits(self, timeout_s: float) -> SandboxLimits:
+        return SandboxLimits(timeout_s=timeout_s, memory_mb=self.cfg.sandbox.memory_mb)
+
+    def execute(self) -> None:
+        s = self.cfg.sandbox
         todo = len(self.store.of_type("sample")) - len(self.store.of_type("execution"))
-        try:
-            with tqdm(total=max(todo, 0), desc=f"Executing ({sandbox.backend})", unit="sample") as bar:
-                execute_samples(self.store, self.problems, sandbox, limits, s.max_code_bytes, bar.update)
-        finally:
-            sandbox.close()
+        if todo <= 0:
+            return
+        with tqdm(total=todo, desc=f"Executing ({self.sandbox.backend})", unit="sample") as bar:
+            execute_samples(
+                self.store,
+                self.problems,
+                self.sandbox,
+                self._limits(s.timeout_s),
+                s.max_code_bytes,
+                bar.update,
+            )
 
     def score(self) -> dict[str, Any]:
         if self.cfg.score.excess_code:
-            passing = sum(e["passed"] for e in self.store.of_type("execution").values())
-            with tqdm(total=passing, desc="Coverage (ExcessCode)", unit="sample") as bar:
-                measure_coverage(self.store, self.problems, self.cfg.sandbox.timeout_s, bar.update)
+            measured = self.store.of_type("coverage")
+            todo = sum(e["passed"] and k not in measured for k, e in self.store.of_type("execution").items())
+            if todo:
+                limits = self._limits(self.cfg.sandbox.coverage_timeout_s)
+                with tqdm(total=todo, desc="Coverage (ExcessCode)", unit="sample") as bar:
+                    measure_coverage(self.store, self.problems, self.sandbox, limits, bar.update)
         scored = score(self.store, self.problems, self.splits, self.cfg.score.ks)
         results = {
             "metrics": scored["metrics"],
@@ -178,6 +194,8 @@ class EvalRun:
         run.finish()
 
     def close(self) -> None:
+        if "sandbox" in self.__dict__:
+            self.sandbox.close()
         self.store.close()
 
 
@@ -191,12 +209,16 @@ def main(cfg: DictConfig) -> None:
     run = EvalRun(to_eval_config(cfg), OmegaConf.to_container(cfg, resolve=True))
     stage = run.cfg.stage
     try:
+        if stage in ("execute", "all"):
+            run.sandbox  # noqa: B018 (starts the workers now, so they are warm once samples exist)
         if stage in ("generate", "all"):
             run.generate()
         if stage in ("execute", "all"):
             run.execute()
         if stage in ("score", "all"):
-            print(render_report(run.cfg.model.name, run.benchmark.name, run.score()))  # per problem: report.md
+            print(
+                render_report(run.cfg.model.name, run.benchmark.name, run.score())
+            )  # per problem: report.md
     finally:
         run.close()
 
