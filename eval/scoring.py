@@ -93,6 +93,8 @@ def score(store: SampleStore, problems: dict[str, Problem], splits: Sequence[str
             excess_code_stderr=excess_code_stderr(excess[split]),
             excess_code_changed_lines=excess_code(excess_changed[split]),
             mean_median_coverage=mean_median_coverage(percents[split]),
+            # v1's ExcessCode, 100 - mean of median coverage: the same number (median(100 - c) = 100 - median(c))
+            excess_code_v1=mean_median_coverage(percents[split]),
             problems=len(per),
             samples=sum(n for n, _ in per.values()),
             statuses=dict(sorted(statuses[split].items())),
