@@ -1,13 +1,16 @@
 """A deterministic generator of small Python edit examples.
 
 The `tiny` recipes train on these on CPU: real before/after code pairs with natural
-instructions (rename, add a docstring, add type hints, change a constant, add a default
-argument, guard empty input), in the edit-example contract. Same seed, same rows.
+instructions (rename a function or a parameter, add a docstring, add type hints, guard
+empty input, add a helper), in the edit-example contract. Same seed, same rows. Every
+`before` and `after` parses, and every `after` differs from its `before`.
 """
 
 from __future__ import annotations
 
+import io
 import random
+import tokenize
 
 _FUNCTIONS = [
     ("total", "values", "result = 0\n    for v in {arg}:\n        result += v\n    return result", "int"),
@@ -43,6 +46,29 @@ def _function(name: str, arg: str, body: str, annotate: bool = False, ret: str =
     return f"def {name}({signature}){returns}:\n    {body.format(arg=arg)}\n"
 
 
+def rename_identifier(source: str, old: str, new: str) -> str:
+    """`source` with every name token `old` replaced by `new`; strings, comments, attributes untouched.
+
+    Token-aware, so renaming `n` leaves `min`, `range` and `return` alone.
+    """
+    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    names = {t.string for t in tokens if t.type == tokenize.NAME}
+    if new in names:
+        raise ValueError(f"cannot rename {old!r} to {new!r}: {new!r} is already used")
+    lines = source.splitlines(keepends=True)
+    previous = None
+    hits = []
+    for tok in tokens:
+        if tok.type == tokenize.NAME and tok.string == old and not (previous and previous.string == "."):
+            hits.append(tok.start)
+        if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
+            previous = tok
+    for row, col in reversed(hits):  # right to left, so earlier offsets stay valid
+        line = lines[row - 1]
+        lines[row - 1] = line[:col] + new + line[col + len(old) :]
+    return "".join(lines)
+
+
 def _edit(rng: random.Random) -> tuple[str, str, str]:
     name, arg, body, ret = rng.choice(_FUNCTIONS)
     before = _function(name, arg, body)
@@ -57,7 +83,7 @@ def _edit(rng: random.Random) -> tuple[str, str, str]:
         return before, _function(name, arg, doc + body), f"Add a docstring to {name}."
     if kind == 3:
         new_arg = _NEW_NAMES[arg]
-        after = _function(name, arg, body).replace(arg, new_arg)
+        after = rename_identifier(before, arg, new_arg)
         return before, after, f"Rename the parameter {arg} to {new_arg}."
     if kind == 4:
         empty = (
