@@ -62,6 +62,10 @@ class TinyModelConfig:
     intermediate_size: int = 176
     vocab_size: int = 1024
     max_position_embeddings: int = 2048
+    rope_theta: float = 10000.0
+    # Embedding/LM-head rows when more than the trained tokenizer has: a real model's vocabulary
+    # (DeepSeek-Coder: 32256), so a model built from its config has its exact shape and cost.
+    embedding_size: int | None = None
 
 
 @dataclass

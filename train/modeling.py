@@ -89,13 +89,14 @@ def load_or_train_tokenizer(recipe: RecipeConfig, texts: Iterable[str] | None, c
 
 def tiny_llama_config(tiny: TinyModelConfig, tokenizer: Any) -> LlamaConfig:
     return LlamaConfig(
-        vocab_size=len(tokenizer),
+        vocab_size=max(len(tokenizer), tiny.embedding_size or 0),
         hidden_size=tiny.hidden_size,
         intermediate_size=tiny.intermediate_size,
         num_hidden_layers=tiny.num_hidden_layers,
         num_attention_heads=tiny.num_attention_heads,
         num_key_value_heads=tiny.num_key_value_heads,
         max_position_embeddings=tiny.max_position_embeddings,
+        rope_theta=tiny.rope_theta,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
