@@ -1,16 +1,21 @@
-"""GPU-only: FlashAttention 2 + bf16 on a ~1B-parameter random Llama (packed padding-free rows,
-prints tokens/s and MFU), and the vLLM generation backend. Skipped without CUDA.
+"""GPU-only tests, skipped without CUDA: packed rows on CUDA in bf16 (the packing-equivalence
+test of test_packing.py, plus which attention kernels SDPA actually runs), FlashAttention 2 +
+bf16 on a ~1B-parameter random Llama (needs flash-attn), and the vLLM generation backend
+(needs vllm). Throughput figures come from scripts/bench_train.py, not from tests.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import re
 import time
 
 import numpy as np
 import pytest
 import torch
+from conftest import REPO
 from datasets import Dataset
+from test_packing import _model, encoded  # noqa: F401  (encoded is a fixture)
 from transformers import LlamaConfig, LlamaForCausalLM
 from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
 
@@ -18,6 +23,96 @@ from train.packing import pack
 from train.trainer import detect_peak_tflops, flops_per_token
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
+
+
+def _attention_kernels(fn) -> set[str]:
+    """Names of the attention kernels that `fn()` launches on the GPU (torch.profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    pattern = re.compile(r"flash|fmha|attention|attn|cudnn|efficient", re.IGNORECASE)
+    return {
+        e.name
+        for e in prof.events()
+        if e.device_type == torch.autograd.DeviceType.CUDA and pattern.search(e.name)
+    }
+
+
+def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a.float() - b.float()).norm() / b.float().norm())
+
+
+def _packed_row_on_cuda(encoded, tokenizer):  # noqa: F811
+    packed = pack(encoded, max_length=2048)
+    assert len(packed) == 1 and len(packed[0]["seq_lengths"]) == len(encoded) > 1
+    batch = DataCollatorForLanguageModeling(pad_token_id=tokenizer.pad_token_id, padding_free=True)(
+        [packed[0]]
+    )
+    assert "attention_mask" not in batch  # a mask would hide the document boundaries
+    return batch["input_ids"].cuda(), batch["position_ids"].cuda(), packed[0]["seq_lengths"]
+
+
+def _assert_packed_equals_alone(model, ids, positions, lengths, alone_model=None) -> None:
+    """bf16: each document's logits in the packed row match the document run alone (rounding
+    only), and a control row whose positions do not restart (documents leak) does not."""
+    alone_model = alone_model or model
+    with torch.no_grad():
+        packed_logits = model(input_ids=ids, position_ids=positions).logits[0]
+        leaky = alone_model(input_ids=ids).logits[0]
+        start = 0
+        for i, n in enumerate(lengths):
+            alone = alone_model(input_ids=ids[:, start : start + n]).logits[0]
+            assert _rel(packed_logits[start : start + n], alone) < 2e-2
+            if i > 0:
+                assert _rel(leaky[start : start + n], alone) > 0.1
+            start += n
+
+
+def test_packed_rows_match_documents_alone_on_cuda_bf16_with_sdpa(encoded, tiny_tokenizer):  # noqa: F811
+    """The trainer's path without flash-attn (`attn_implementation=sdpa`). transformers turns
+    the restarting position ids into a block-diagonal mask; a mask rules out PyTorch's own flash
+    kernel, so SDPA runs a fused masked kernel over the whole row (on an H100 with torch 2.11:
+    cuDNN's, `cudnn_generated_fort_native_sdpa_sm90_flash_*`; see docs/performance.md)."""
+    model = _model(tiny_tokenizer, "sdpa").to("cuda", torch.bfloat16)
+    ids, positions, lengths = _packed_row_on_cuda(encoded, tiny_tokenizer)
+    _assert_packed_equals_alone(model, ids, positions, lengths)
+    with torch.no_grad():
+        kernels = _attention_kernels(lambda: model(input_ids=ids, position_ids=positions))
+    print(f"\nsdpa, packed row: {sorted(kernels)}")
+    assert kernels  # a fused attention kernel ran, not the unfused math fallback (matmul + softmax)
+
+
+def _load_bench_train():
+    """scripts/bench_train.py, which registers the `torch_varlen` attention it benchmarks."""
+    spec = importlib.util.spec_from_file_location("bench_train", REPO / "scripts" / "bench_train.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_packed_rows_match_documents_alone_on_pytorch_flash_varlen(encoded, tiny_tokenizer):  # noqa: F811
+    """The same row through PyTorch's FlashAttention varlen kernel (the benchmark's `varlen`
+    attention, document boundaries from the position ids): same logits, and the profiler shows
+    PyTorch's flash kernels, forward and backward, and no masked kernel."""
+    bench = _load_bench_train()
+    alone_model = _model(tiny_tokenizer, "sdpa").to("cuda", torch.bfloat16)
+    model = _model(tiny_tokenizer, "sdpa").to("cuda", torch.bfloat16)
+    model.set_attn_implementation(bench.VARLEN)
+    ids, positions, lengths = _packed_row_on_cuda(encoded, tiny_tokenizer)
+    _assert_packed_equals_alone(model, ids, positions, lengths, alone_model=alone_model)
+
+    def train_step():
+        model.train()
+        model(input_ids=ids, position_ids=positions, labels=ids).loss.backward()
+
+    kernels = _attention_kernels(train_step)
+    print(f"\nvarlen, packed row (forward + backward): {sorted(kernels)}")
+    assert any("pytorch_flash::flash_fwd" in k for k in kernels), kernels
+    assert any("pytorch_flash::flash_bwd" in k for k in kernels), kernels
+    assert not any("cudnn" in k or "fmha" in k for k in kernels), kernels
+    assert all(p.grad is None or torch.isfinite(p.grad).all() for p in model.parameters())
 
 
 @pytest.mark.skipif(importlib.util.find_spec("flash_attn") is None, reason="needs flash-attn")
