@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Install everything EditForge needs on a Debian/Ubuntu machine, into ./.venv:
+#   bash scripts/setup.sh --torch cpu     # CPU build of torch 2.13.0 (laptops, CI)
+#   bash scripts/setup.sh --torch cuda    # CUDA build of torch 2.13.0 (GPU machines)
+# Options: --venv DIR (default .venv), --gpu (also the [gpu] extra: vllm, flash-attn),
+#          --no-system (skip apt). Env: PYTHON (default python3), TORCH_INDEX_URL (where torch comes from).
+# Steps: system packages with apt (when root or sudo can run it), the virtualenv, torch
+# first and pinned, then `pip install -e ".[dev,ray,eval]"`. Running it again is a no-op.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+
+TORCH_VERSION=2.13.0
+torch_kind="" venv=.venv gpu_extra=0 system=1
+usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --torch) torch_kind=${2:-}; shift 2 || { usage >&2; exit 2; } ;;
+        --torch=*) torch_kind=${1#--torch=}; shift ;;
+        --venv) venv=${2:-}; shift 2 || { usage >&2; exit 2; } ;;
+        --gpu) gpu_extra=1; shift ;;
+        --no-system) system=0; shift ;;
+        -h | --help) usage; exit 0 ;;
+        *) echo "setup.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+case "$torch_kind" in
+    cpu | cuda) ;;
+    *) echo "setup.sh: choose the torch build explicitly: --torch cpu or --torch cuda" >&2; exit 2 ;;
+esac
+
+start=$SECONDS
+step() { echo "== setup: $* ($((SECONDS - start)) s)"; }
+
+# ---------------------------------------------------------------- system packages
+# What each one is for: bubblewrap, the sandbox's strong backend; g++ with boost and OpenSSL
+# headers, HumanEvalFix C++ (and DeepSpeed's CPU ops); node and javac, HumanEvalFix JS and
+# Java; git, the data pipeline's git source. Tests that need a missing one skip.
+PYTHON=${PYTHON:-python3}
+missing=()
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+command -v g++ >/dev/null 2>&1 || missing+=(g++)
+[ -e /usr/include/boost/any.hpp ] || missing+=(libboost-dev)
+[ -e /usr/include/openssl/md5.h ] || missing+=(libssl-dev)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
+command -v git >/dev/null 2>&1 || missing+=(git)
+if [ ! -x "$venv/bin/python" ] && ! "$PYTHON" -c "import ensurepip, venv" >/dev/null 2>&1; then
+    missing+=(python3-venv)
+fi
+if [ ${#missing[@]} -eq 0 ]; then
+    step "system packages: all present"
+elif [ "$system" = 0 ]; then
+    step "system packages: skipped (--no-system); missing: ${missing[*]}"
+else
+    sudo=""
+    [ "$(id -u)" = 0 ] || { sudo -n true 2>/dev/null && sudo="sudo -n"; }
+    if ! command -v apt-get >/dev/null 2>&1; then
+        step "system packages: skipped, no apt-get here; install yourself: ${missing[*]}"
+    elif [ "$(id -u)" != 0 ] && [ -z "$sudo" ]; then
+        step "system packages: skipped, not root and no sudo; install yourself: ${missing[*]}"
+    else
+        step "system packages: apt-get install ${missing[*]}"
+        if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+            --no-install-recommends "${missing[@]}"; } >/tmp/editforge-apt.log 2>&1; then
+            echo "warning: apt-get could not install ${missing[*]} (log: /tmp/editforge-apt.log); going on" >&2
+        fi
+    fi
+fi
+
+# ---------------------------------------------------------------- virtualenv
+if [ -x "$venv/bin/python" ]; then
+    step "virtualenv: reusing $venv"
+else
+    "$PYTHON" -c 'import sys; assert sys.version_info >= (3, 10), sys.version' 2>/dev/null \
+        || { echo "setup.sh: $PYTHON is older than 3.10; set PYTHON=python3.11 (or newer)" >&2; exit 2; }
+    step "virtualenv: $PYTHON -m venv $venv"
+    "$PYTHON" -m venv "$venv"
+fi
+. "$venv/bin/activate"
+
+# ---------------------------------------------------------------- torch, explicitly
+# Installed first and pinned: left to the project's `torch>=2.4`, pip pulls a multi-GB CUDA
+# build on Linux. The CPU build comes from PyTorch's CPU index when it answers, else from
+# pip's own configuration (a local wheel, a mirror); TORCH_INDEX_URL overrides both.
+index=()
+if [ -n "${TORCH_INDEX_URL:-}" ]; then
+    index=(--index-url "$TORCH_INDEX_URL")
+elif [ "$torch_kind" = cpu ] && python -c 'import urllib.request as u
+u.urlopen("https://download.pytorch.org/whl/cpu/torch/", timeout=5)' >/dev/null 2>&1; then
+    index=(--index-url https://download.pytorch.org/whl/cpu)
+fi
+step "torch $TORCH_VERSION ($torch_kind build)${index[*]:+ from ${index[1]}}"
+if [ "$torch_kind" = cpu ]; then
+    pip install --quiet torch==2.13.0 "${index[@]}"
+else
+    pip install --quiet "torch==$TORCH_VERSION" "${index[@]}"
+fi
+python - "$torch_kind" <<'EOF'
+import sys
+
+import torch
+
+want, cuda = sys.argv[1], torch.version.cuda
+if (want == "cpu") != (cuda is None):
+    sys.exit(
+        f"setup.sh: asked for the {want} build of torch, got {torch.__version__} (CUDA {cuda}); "
+        "set TORCH_INDEX_URL to the PyTorch index of the build you want and run setup.sh again"
+    )
+EOF
+
+# ---------------------------------------------------------------- editforge
+extras=dev,ray,eval
+[ "$gpu_extra" = 1 ] && extras=$extras,gpu
+step "editforge: pip install -e \".[$extras]\""
+pip install --quiet -e ".[$extras]"
+python -c "import train, data_pipeline, eval, torch; print('editforge ready: torch', torch.__version__)"
+step "done in $((SECONDS - start)) s; the tests: $venv/bin/python -m pytest -q"
