@@ -5,31 +5,41 @@
     python -m data_pipeline.build pipeline=commits2023ft source=git 'source.repos=[/src/a,/src/b]' \\
         out=data/commits2023ft
     python -m data_pipeline.build ... executor=ray executor.address=auto
+
+The config is validated (paths, repositories, rule names, MinHash parameters, benchmark
+sources) before datasets and the pipeline are imported.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
-import hydra
-from omegaconf import DictConfig
-
+from core.config import to_validated
+from core.entry import App, run_app
+from core.hub import hub_offline
+from core.logs import setup_logging
 from data_pipeline.config import BuildConfig
-from data_pipeline.pipeline import run_pipeline
-from train.config import CONFIG_DIR, setup_entry_logging, to_validated
 
 log = logging.getLogger("data_pipeline.build")
 
 
-def to_build_config(cfg: DictConfig) -> BuildConfig:
+def to_build_config(cfg: Any) -> BuildConfig:
     return to_validated(cfg, BuildConfig)
 
 
-@hydra.main(version_base=None, config_path=str(CONFIG_DIR), config_name="build")
-def main(cfg: DictConfig) -> None:
-    setup_entry_logging()
-    manifest = run_pipeline(to_build_config(cfg))
+def preflight(cfg: BuildConfig) -> None:
+    """A hub source finds out now whether the hub is reachable (no retry storm offline)."""
+    if cfg.source.kind == "hub" or cfg.push_to_hub:
+        hub_offline()
+
+
+def build(cfg: BuildConfig, resolved: dict[str, Any]) -> None:
+    setup_logging()
+    from data_pipeline.pipeline import run_pipeline
+
+    manifest = run_pipeline(cfg)
     summary = {k: manifest[k] for k in ("input", "kept", "dropped")}
     log.info("wrote %s: %s", cfg.out, json.dumps(summary))
     if "stats" in manifest:
@@ -38,5 +48,7 @@ def main(cfg: DictConfig) -> None:
         print(markdown_table(manifest["stats"]))
 
 
+APP = App("build", BuildConfig, run=build, preflight=preflight)
+
 if __name__ == "__main__":
-    main()
+    run_app(APP)

@@ -3,6 +3,8 @@
 Groups: `source` (hub, files, disk, git), `pipeline` (editpackft, commits2023ft,
 commits2023raw, editpackft+commits2023ft) and `executor` (local, ray). Unknown keys fail at
 start-up; `validate` checks what types cannot (paths, rule names) before any work starts.
+The schema nests the domain types it configures (`MinHashConfig`, core's `BenchmarkSource`),
+so their own checks run at start-up too.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hydra.core.config_store import ConfigStore
+from core.benchmarks import BenchmarkSource
+from core.config import register_schema
+from data_pipeline.minhash_config import MinHashConfig
 
 SOURCE_KINDS = ("hub", "files", "disk", "git")
 EXECUTOR_KINDS = ("local", "ray")
@@ -71,21 +75,20 @@ class FilterSpec:
 @dataclass
 class DedupOptions:
     enabled: bool = True
-    num_perm: int = 256
-    ngram: int = 5
-    threshold: float = 0.7
-    seed: int = 42
-    exact_check: bool = True  # confirm LSH candidates by exact Jaccard (precision ~1, recall kept high)
-    candidate_threshold: float | None = None  # LSH tuning; default threshold - 0.2 with exact_check
+    # The pipeline confirms LSH candidates by exact Jaccard (precision ~1, recall kept high).
+    minhash: MinHashConfig = field(default_factory=lambda: MinHashConfig(exact_check=True))
+
+
+def _default_benchmarks() -> list[BenchmarkSource]:
+    return [BenchmarkSource(name="canitedit"), BenchmarkSource(name="humanevalfix")]
 
 
 @dataclass
 class DecontamOptions:
     enabled: bool = True
-    # CanItEdit-schema jsonl files, HumanEvalPack folders/files, or hub:ID[:SUBSET] entries.
-    benchmarks: list[str] = field(
-        default_factory=lambda: ["hub:nuprl/CanItEdit", "hub:bigcode/humanevalpack:python"]
-    )
+    # Read by eval's own loaders (core.benchmarks), e.g. [{name: canitedit}, {name: humanevalfix,
+    # languages: [python, js]}, {name: canitedit, path: FILE.jsonl}]; `path: null` is the default source.
+    benchmarks: list[BenchmarkSource] = field(default_factory=_default_benchmarks)
     threshold: float = 0.5  # Jaccard of code shingles above which a row counts as a copy
     match_instructions: bool = True  # identical (normalised) instructions are dropped too
 
@@ -111,10 +114,10 @@ class PipelineConfig:
                 raise ValueError(
                     "pipeline.decontaminate.benchmarks is empty; name the benchmarks to check against"
                 )
-            local = [b for b in self.decontaminate.benchmarks if not b.startswith("hub:")]
-            missing = [b for b in local if not Path(b).exists()]
-            if missing:
-                raise ValueError(f"pipeline.decontaminate.benchmarks: {missing} do not exist")
+            for i, bench in enumerate(self.decontaminate.benchmarks):
+                key = f"pipeline.decontaminate.benchmarks[{i}]"
+                bench.validate(key)
+                bench.check_source(key)
 
 
 @dataclass
@@ -151,4 +154,4 @@ class BuildConfig:
         return asdict(self)
 
 
-ConfigStore.instance().store(name="build_schema", node=BuildConfig)
+register_schema("build_schema", BuildConfig)

@@ -17,17 +17,6 @@ from data_pipeline.stages import StageResult
 SIGNATURE_COLUMN = "minhash"
 
 
-def minhash_config(opts: DedupOptions) -> MinHashConfig:
-    return MinHashConfig(
-        num_perm=opts.num_perm,
-        ngram=opts.ngram,
-        threshold=opts.threshold,
-        seed=opts.seed,
-        exact_check=opts.exact_check,
-        candidate_threshold=opts.candidate_threshold,
-    )
-
-
 def signatures(ds: Dataset, cfg: MinHashConfig, executor: Executor, fields: tuple[str, ...]) -> np.ndarray:
     signed = executor.map_batches(
         ds.select_columns(["id", *fields]),
@@ -42,7 +31,7 @@ def signatures(ds: Dataset, cfg: MinHashConfig, executor: Executor, fields: tupl
 
 
 def near_dedup(ds: Dataset, opts: DedupOptions, executor: Executor) -> tuple[Dataset, StageResult]:
-    cfg = minhash_config(opts)
+    cfg = opts.minhash
     if len(ds) == 0:
         return ds, StageResult("dedup", input=0, kept=0)
     sigs = signatures(ds, cfg, executor, ("before", "after"))

@@ -19,8 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from datasets import Dataset, Features, Value
+from datasets import Dataset
 
+from core.schema import DATASET_DIR, MANIFEST_FILE, PARQUET_FILE, edit_features
 from data_pipeline.config import BuildConfig
 from data_pipeline.executors import Executor, make_executor
 from data_pipeline.filters import filter_batch
@@ -29,9 +30,7 @@ from data_pipeline.stages import StageResult, StageStore, fingerprint, split_by_
 
 log = logging.getLogger(__name__)
 
-FEATURES = Features(
-    {c: Value("string") for c in ("id", "before", "after", "instruction", "lang", "source", "meta")}
-)
+FEATURES = edit_features()
 
 
 def source_stage(cfg: BuildConfig, _: Dataset | None, executor: Executor) -> tuple[Dataset, StageResult]:
@@ -168,9 +167,7 @@ def build_manifest(cfg: BuildConfig, results: list[StageResult], seconds: float)
         "timings": {"total_seconds": round(seconds, 3), **{r.name: r.seconds for r in results}},
     }
     if cfg.pipeline.dedup.enabled:
-        from data_pipeline.near_dedup import minhash_config
-
-        manifest["minhash"] = minhash_config(cfg.pipeline.dedup).as_manifest()
+        manifest["minhash"] = cfg.pipeline.dedup.minhash.as_manifest()
     if manifest["input"] != manifest["kept"] + sum(dropped.values()):
         raise AssertionError(
             f"row accounting broken: {manifest['input']} in, {manifest['kept']} kept, {dropped}"
@@ -185,20 +182,20 @@ def write_output(cfg: BuildConfig, ds: Dataset, manifest: dict[str, Any]) -> Non
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     if cfg.format == "parquet":
-        ds.to_parquet(str(tmp / "data.parquet"))
+        ds.to_parquet(str(tmp / PARQUET_FILE))
     else:
-        ds.save_to_disk(str(tmp / "dataset"))
+        ds.save_to_disk(str(tmp / DATASET_DIR))
     if cfg.stats:
         from data_pipeline.stats import write_statistics
 
         manifest["stats"] = write_statistics(ds, tmp, plots=cfg.plots)
-    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str))
+    (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, default=str))
     _install(tmp, out)
     if cfg.push_to_hub:
         ds.push_to_hub(cfg.push_to_hub)
 
 
-_OUTPUT_NAMES = ("dataset", "data.parquet", "manifest.json", "stats.json", "stats.md", "plots")
+_OUTPUT_NAMES = (DATASET_DIR, PARQUET_FILE, MANIFEST_FILE, "stats.json", "stats.md", "plots")
 
 
 def _install(tmp: Path, out: Path) -> None:

@@ -1,38 +1,41 @@
-"""Structured configs of `python -m eval.run` (groups: benchmark, model, backend)."""
+"""Structured configs of `python -m eval.run` (groups: benchmark, model, backend).
+
+The schema nests the domain types it configures: `benchmark` is core's `BenchmarkSource`
+(the loader decontamination uses too) plus what to score, `model` core's `ModelConfig` plus
+how to prompt it, and `sandbox.limits` the sandbox's own `SandboxLimits`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hydra.core.config_store import ConfigStore
+from core.benchmarks import BenchmarkSource
+from core.config import ModelConfig, register_schema
+from core.errors import ConfigError
+from core.formats import FORMATS
+from eval.sandbox.limits import SandboxLimits
 
 STAGES = ("generate", "execute", "score", "all")
-VARIANTS = ("fix", "fixtests", "fixdocs")  # HumanEvalFix: what the prompt shows besides the buggy code
+MODEL_KINDS = ("model", "reference", "identity")
+BACKENDS = ("hf", "vllm", "openai")
 
 
 @dataclass
-class BenchmarkConfig:
-    name: str = "fixtures"  # canitedit | humanevalfix | fixtures
-    path: str | None = (
-        None  # local file/folder; None: the hub (canitedit, humanevalfix) or the shipped fixtures
-    )
-    languages: list[str] = field(default_factory=lambda: ["python"])  # humanevalfix splits
+class BenchmarkConfig(BenchmarkSource):
     splits: list[str] | None = None  # score only these splits
     limit: int | None = None  # the first N problems (quick runs)
-    variant: str = "fixtests"  # humanevalfix: fix | fixtests | fixdocs (bigcode's standard: fixtests)
 
 
 @dataclass
-class ModelConfig:
+class EvalModelConfig(ModelConfig):
+    """`path` (hf, vllm) or `name` (openai); the oracles (reference, identity) need neither."""
+
     name: str = "model"  # label in reports; the served model's name for backend=openai
     kind: str = "model"  # model | reference | identity (the oracles ignore the backend)
-    path: str | None = None  # hub id or folder (hf, vllm)
-    prompt_format: str | None = (
-        None  # editcoder | starcoder | octocoder | chat; None: from the trained model's config
-    )
+    # editcoder | starcoder | octocoder | chat; None: the format the model was trained in
+    prompt_format: str | None = None
     dtype: str = "auto"
-    trust_remote_code: bool = False
 
 
 @dataclass
@@ -66,9 +69,9 @@ class GenConfig:
 @dataclass
 class SandboxConfig:
     backend: str = "auto"  # auto | bwrap | local
-    timeout_s: float = 15.0  # per program, as MultiPL-E's runner that CanItEdit executes with
+    # Per program: 15 s as MultiPL-E's runner that CanItEdit executes with; every limit settable.
+    limits: SandboxLimits = field(default_factory=lambda: SandboxLimits(timeout_s=15.0))
     coverage_timeout_s: float = 60.0  # per coverage run, as CanItEdit's evaluator_overlay.py
-    memory_mb: int = 2048
     workers: int | None = None
     max_code_bytes: int = 200_000  # larger completions fail as too_large without running
 
@@ -88,7 +91,7 @@ class WandbConfig:
 @dataclass
 class EvalConfig:
     benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
+    model: EvalModelConfig = field(default_factory=EvalModelConfig)
     backend: BackendConfig = field(default_factory=BackendConfig)
     gen: GenConfig = field(default_factory=GenConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
@@ -98,23 +101,26 @@ class EvalConfig:
     stage: str = "all"
 
     def validate(self) -> None:
+        self.benchmark.validate("benchmark")
         if self.stage not in STAGES:
-            raise ValueError(f"stage={self.stage!r}: choose one of {STAGES}")
-        if self.model.kind not in ("model", "reference", "identity"):
-            raise ValueError(f"model.kind={self.model.kind!r}: choose model, reference or identity")
+            raise ConfigError(f"stage={self.stage!r}: choose one of {STAGES}")
+        if self.model.kind not in MODEL_KINDS:
+            raise ConfigError(f"model.kind={self.model.kind!r}: choose one of {MODEL_KINDS}")
+        if self.backend.name not in BACKENDS:
+            raise ConfigError(f"backend.name={self.backend.name!r}: choose one of {BACKENDS}")
         if self.model.kind == "model" and self.backend.name in ("hf", "vllm") and not self.model.path:
-            raise ValueError(f"backend={self.backend.name} needs model.path=<hf folder or hub id>")
+            raise ConfigError(f"backend={self.backend.name} needs model.path=<hf folder or hub id>")
+        if self.model.prompt_format is not None and self.model.prompt_format not in FORMATS:
+            raise ConfigError(
+                f"model.prompt_format={self.model.prompt_format!r}: choose one of {sorted(FORMATS)}"
+            )
         if self.gen.n < 1:
-            raise ValueError(f"gen.n must be >= 1, got {self.gen.n}")
+            raise ConfigError(f"gen.n must be >= 1, got {self.gen.n}")
         if self.gen.max_new_tokens < 1:
-            raise ValueError(f"gen.max_new_tokens must be >= 1, got {self.gen.max_new_tokens}")
-        if self.benchmark.variant not in VARIANTS:
-            raise ValueError(f"benchmark.variant={self.benchmark.variant!r}: choose one of {VARIANTS}")
+            raise ConfigError(f"gen.max_new_tokens must be >= 1, got {self.gen.max_new_tokens}")
 
     def as_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
         return asdict(self)
 
 
-ConfigStore.instance().store(name="eval_schema", node=EvalConfig)
+register_schema("eval_schema", EvalConfig)

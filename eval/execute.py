@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
+from core.problems import Problem
 from eval.languages import command_job
-from eval.problems import Problem
 from eval.samples import Key, SampleStore
 from eval.sandbox import ExecutionResult, Sandbox, SandboxLimits
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from core.formats import ChatFormat, PromptFormat
+from core.problems import Problem
 from eval.generation.base import GenerationRequest, Generator, SamplingConfig
-from eval.problems import Problem
 from eval.samples import SampleStore
-from train.formats import ChatFormat, PromptFormat
 
 
 def build_requests(

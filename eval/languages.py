@@ -10,7 +10,10 @@ sandbox cannot fetch.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from core.errors import ConfigError
 
 # HumanEvalPack's JavaScript tests use console.assert, which only prints on failure; and one
 # solution (JavaScript/162) requires the npm package js-md5, served here by node's own crypto.
@@ -59,3 +62,13 @@ TOOLCHAINS = {"python": None, "js": "node", "cpp": "g++", "java": "javac"}
 
 def available_languages() -> list[str]:
     return [lang for lang, tool in TOOLCHAINS.items() if tool is None or shutil.which(tool)]
+
+
+def check_languages(benchmark: str, languages: Sequence[str]) -> None:
+    """HumanEvalFix languages need their toolchains on this machine."""
+    unsupported = sorted(set(languages) - set(available_languages()))
+    if benchmark == "humanevalfix" and unsupported:
+        raise ConfigError(
+            f"benchmark.languages {unsupported} cannot run here (no toolchain); "
+            f"use benchmark.languages=[{','.join(available_languages())}]"
+        )

@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from core.problems import Problem
 from eval.excess_code import (
     CoverageError,
     coverage_reports,
@@ -17,7 +18,6 @@ from eval.excess_code import (
 )
 from eval.execute import CHUNK
 from eval.metrics import aggregate_pass_at_k
-from eval.problems import Problem
 from eval.samples import SampleStore
 from eval.sandbox import Sandbox, SandboxLimits
 

@@ -37,7 +37,7 @@ def app_config(overrides: list[str]):
 
 @pytest.fixture
 def tiny_tokenizer():
-    from train.formats import FORMATS
+    from core.formats import FORMATS
     from train.modeling import train_tiny_tokenizer
     from train.synthetic_edits import synthetic_edits
 

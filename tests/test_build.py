@@ -15,11 +15,10 @@ from conftest import REPO
 from data_pipeline.build import to_build_config
 from data_pipeline.pipeline import run_pipeline
 
-HUMANEVALPACK = REPO.parent / "shared" / "data" / "humanevalpack"
+HUMANEVALPACK = REPO / "core" / "data" / "humanevalpack"  # the copy the loader reads by default
 CANITEDIT = REPO / "tests" / "fixtures" / "canitedit_sample.jsonl"
-BENCHMARKS = [str(CANITEDIT), str(HUMANEVALPACK / "python.jsonl")]
-
-pytestmark = pytest.mark.skipif(not HUMANEVALPACK.is_dir(), reason="needs ../shared/data/humanevalpack")
+# Decontamination reads benchmarks through evaluation's loaders; HumanEvalFix from its shipped copy.
+BENCHMARKS = f"pipeline.decontaminate.benchmarks=[{{name: canitedit, path: {CANITEDIT}}},{{name: humanevalfix}}]"
 
 
 def _function(rng: random.Random, i: int) -> str:
@@ -108,7 +107,7 @@ def build(raw: Path, out: Path, *extra: str):
             "source=files",
             f"source.paths=[{raw}]",
             f"out={out}",
-            f"pipeline.decontaminate.benchmarks=[{','.join(BENCHMARKS)}]",
+            BENCHMARKS,
             *extra,
         ]
     )
@@ -217,7 +216,7 @@ def test_a_build_killed_midway_resumes_with_the_same_output(tmp_path):
 def test_changing_a_stage_config_redoes_it_and_what_follows(tmp_path):
     write_corpus(tmp_path / "raw.jsonl")
     build(tmp_path / "raw.jsonl", tmp_path / "out")
-    again = build(tmp_path / "raw.jsonl", tmp_path / "out", "pipeline.dedup.threshold=0.95")
+    again = build(tmp_path / "raw.jsonl", tmp_path / "out", "pipeline.dedup.minhash.threshold=0.95")
     assert [s.get("extra", {}).get("resumed", False) for s in again["stages"]] == [True, True, False, False]
 
 
@@ -241,7 +240,7 @@ def test_the_command_line_builds_from_git_and_rejects_bad_repos(tmp_path):
         "source=git",
         f"source.repos=[{REPO}]",
         f"out={out}",
-        f"pipeline.decontaminate.benchmarks=[{','.join(BENCHMARKS)}]",
+        BENCHMARKS,
         "plots=false",
     ]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, app_config, compose
 
-from train.config import ConfigError, deepspeed_config_path
+from core.errors import ConfigError
+from train.config import deepspeed_config_path
 
 RECIPES = sorted(p.stem for p in (REPO / "recipes").glob("*.yaml"))
 DATA_CONFIGS = sorted(p.stem for p in (REPO / "configs" / "data").glob("*.yaml"))

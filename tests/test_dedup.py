@@ -273,9 +273,9 @@ def test_config_matches_datasketch_lsh_params_and_manifest(tmp_path, threshold, 
     manifest = _built_manifest(
         tmp_path,
         [
-            f"pipeline.dedup.threshold={threshold}",
-            f"pipeline.dedup.num_perm={num_perm}",
-            f"pipeline.dedup.exact_check={exact_check}",
+            f"pipeline.dedup.minhash.threshold={threshold}",
+            f"pipeline.dedup.minhash.num_perm={num_perm}",
+            f"pipeline.dedup.minhash.exact_check={exact_check}",
         ],
     )["minhash"]
     assert {k: manifest[k] for k in expected} == expected

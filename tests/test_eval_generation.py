@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from eval.benchmarks import load_benchmark
+from core.benchmarks import load_benchmark
+from core.formats import FORMATS
 from eval.generate import build_requests, generate_samples
 from eval.generation import SamplingConfig, make_generator
 from eval.generation.openai import EndpointError, OpenAIGenerator
 from eval.samples import SampleStore
-from train.formats import FORMATS
 
 FMT = FORMATS["editcoder"]
 

@@ -7,8 +7,8 @@ import json
 import pytest
 from conftest import REPO
 
-from eval.benchmarks import load_benchmark
-from eval.problems import BenchmarkError
+from core.benchmarks import load_benchmark
+from core.problems import BenchmarkError
 from eval.samples import SampleStore
 
 HUMANEVALPACK = REPO.parent / "shared" / "data" / "humanevalpack"

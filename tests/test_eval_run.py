@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from eval.run import EvalRun, to_eval_config
+from eval.evaluation import EvalRun
+from eval.run import to_eval_config
 
 HUMANEVALPACK = REPO.parent / "shared" / "data" / "humanevalpack"
 
@@ -153,7 +154,7 @@ def test_humanevalfix_other_languages_check_themselves(tmp_path, language, limit
         f"benchmark.languages=[{language}]",
         "gen.n=1",
         "score.excess_code=false",
-        "sandbox.timeout_s=10",
+        "sandbox.limits.timeout_s=10",
     ]
     if limit:
         common.append(f"benchmark.limit={limit}")
@@ -185,7 +186,7 @@ def _write_samples(out: Path, codes: dict[str, str]) -> None:
 
 
 def test_bad_completions_fail_with_a_status_that_says_why(tmp_path):
-    from eval.benchmarks import load_benchmark
+    from core.benchmarks import load_benchmark
 
     ids = [p.id for p in load_benchmark("fixtures").problems]
     codes = {
@@ -205,7 +206,7 @@ def test_bad_completions_fail_with_a_status_that_says_why(tmp_path):
             "model=identity",
             "gen.n=1",
             f"out={out}",
-            "sandbox.timeout_s=2",
+            "sandbox.limits.timeout_s=2",
         ],
         stages=("execute", "score"),
     )
@@ -268,7 +269,7 @@ def test_stages_run_separately_from_the_command_line(tmp_path):
         text=True,
         timeout=120,
     )
-    assert bad.returncode != 0 and "does not exist" in bad.stdout + bad.stderr
+    assert bad.returncode == 2 and "none.jsonl" in bad.stderr and "no such file" in bad.stderr
 
 
 def test_metrics_go_to_wandb_when_asked(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from train.formats import FORMATS, first_fenced_block, get_format
+from core.formats import FORMATS, first_fenced_block, get_format
 
 BEFORE = "def f(x):\n    return x\n"
 AFTER = "def f(x):\n    return x + 1\n"

@@ -174,11 +174,11 @@ def test_flash_attention_bf16_step_on_a_1b_model():
 def test_vllm_backend_generates_from_a_local_model(tmp_path):
     from transformers import AutoModelForCausalLM
 
-    from eval.benchmarks import load_benchmark
+    from core.benchmarks import load_benchmark
+    from core.formats import FORMATS
     from eval.generate import build_requests
     from eval.generation import SamplingConfig, make_generator
     from train.config import TinyModelConfig
-    from train.formats import FORMATS
     from train.modeling import tiny_llama_config, train_tiny_tokenizer
     from train.synthetic_edits import synthetic_edits
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from test_eval_run import HUMANEVALPACK, run_eval
 
-from eval.benchmarks import load_benchmark
+from core.benchmarks import load_benchmark
+from core.formats import FORMATS
 from eval.generate import build_requests
-from train.formats import FORMATS
 
 pytestmark = pytest.mark.skipif(not HUMANEVALPACK.is_dir(), reason="needs ../shared/data/humanevalpack")
 VARIANTS = ("fix", "fixtests", "fixdocs")
@@ -188,7 +188,7 @@ def test_reference_passes_all_164_and_identity_fails_all(tmp_path, language, var
         f"benchmark.variant={variant}",
         "gen.n=1",
         "score.excess_code=false",
-        "sandbox.timeout_s=5",
+        "sandbox.limits.timeout_s=5",
     ]
     ref = run_eval([*common, "model=reference", f"out={tmp_path}/ref"])["metrics"][language]
     ident = run_eval([*common, "model=identity", f"out={tmp_path}/id"])["metrics"][language]

@@ -9,9 +9,9 @@ from datasets import Dataset
 from transformers import AutoModelForCausalLM
 from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
 
+from core.formats import FORMATS
 from train.config import DataConfig, DatasetSpec, LossOn, Overlong, TinyModelConfig
 from train.edit_data import load_edit_splits
-from train.formats import FORMATS
 from train.modeling import tiny_llama_config
 from train.packing import non_pad_fraction, pack, packing_efficiency
 from train.tokenization import IGNORE_INDEX, encode_dataset

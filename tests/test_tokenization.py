@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datasets import Dataset
 
+from core.formats import FORMATS
 from train.config import LossOn, Overlong
-from train.formats import FORMATS
 from train.tokenization import IGNORE_INDEX, encode_dataset, encode_example
 
 FMT = FORMATS["editcoder"]

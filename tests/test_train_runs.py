@@ -68,7 +68,7 @@ def test_resume_ends_with_the_same_weights_as_an_uninterrupted_run(tmp_path):
 
 
 def test_resume_never_refuses_a_folder_with_checkpoints(tmp_path):
-    from train.config import ConfigError
+    from core.errors import ConfigError
 
     _run(_overrides(tmp_path / "r", "recipe=tiny", "run.max_steps=2", "run.save_steps=2"))
     app, resolved = app_config(_overrides(tmp_path / "r", "recipe=tiny", "run.resume=never"))

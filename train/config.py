@@ -3,29 +3,25 @@
 Every Hydra group used by the SFT entry point is backed by a dataclass here, so an unknown
 key or a value of the wrong type fails at start-up with a message that names the key.
 Cross-field checks live in each dataclass's `validate`, which `to_app_config` runs right
-after Hydra composes the config: before any dataset or model is loaded.
+after Hydra composes the config; `preflight` then checks this machine (data paths exist,
+flash-attn is installed, the hub is reachable) before train/sft.py imports the training stack.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import os
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from hydra.core.config_store import ConfigStore
+from core.config import CONFIG_DIR, ModelConfig, register_schema, to_validated
+from core.errors import ConfigError
+from core.formats import FORMATS
+from core.hub import check_ref, existing_path, hub_offline, is_hub
 
-T = TypeVar("T")
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-CONFIG_DIR = REPO_ROOT / "configs"
 DEEPSPEED_DIR = CONFIG_DIR / "deepspeed"
-
-
-class ConfigError(ValueError):
-    """A configuration value is wrong; the message names the key and the fix."""
 
 
 class AttnImpl(str, Enum):
@@ -69,10 +65,10 @@ class TinyModelConfig:
 
 
 @dataclass
-class ModelConfig:
-    path: str | None = None  # hub id or local folder
+class RecipeModelConfig(ModelConfig):
+    """The model to fine-tune: `path` (hub id or folder, at `revision`) or one built from `tiny`."""
+
     revision: str | None = None
-    trust_remote_code: bool = False
     tiny: TinyModelConfig | None = None
 
     def validate(self) -> None:
@@ -104,7 +100,7 @@ class WandbConfig:
 @dataclass
 class RecipeConfig:
     name: str = "tiny"
-    model: ModelConfig = field(default_factory=ModelConfig)
+    model: RecipeModelConfig = field(default_factory=RecipeModelConfig)
     attn_implementation: AttnImpl = AttnImpl.sdpa
     dtype: DType = DType.fp32
     gradient_checkpointing: bool = False
@@ -125,8 +121,6 @@ class RecipeConfig:
     wandb: WandbConfig = field(default_factory=WandbConfig)
 
     def validate(self) -> None:
-        from train.formats import FORMATS
-
         self.model.validate()
         if self.prompt_format not in FORMATS:
             raise ConfigError(
@@ -141,9 +135,9 @@ class RecipeConfig:
 
 @dataclass
 class DatasetSpec:
-    """One dataset of a mix: a hub id, a local jsonl/parquet file or a `save_to_disk` folder."""
+    """One dataset of a mix: `hub:ID` (a hub dataset), or a local jsonl/parquet file or folder."""
 
-    path: str | None = None
+    path: str | None = None  # hub:ID, or a path that must exist
     subset: str | None = None  # hub config name (e.g. "python" for bigcode/commitpackft)
     split: str = "train"
     weight: float = 1.0  # row multiplier: 0.5 takes half the rows, 2.0 repeats them twice
@@ -155,11 +149,13 @@ class DatasetSpec:
             raise ConfigError("data.datasets[]: set exactly one of `path` and `synthetic`")
         if self.weight <= 0:
             raise ConfigError(f"data.datasets[].weight must be > 0, got {self.weight} for {self.path}")
+        if self.path is not None:
+            check_ref(self.path, "data.path")
 
 
 @dataclass
 class DataConfig:
-    path: str | None = None  # one dataset; replaces `datasets` when set
+    path: str | None = None  # one dataset (hub:ID or a path); replaces `datasets` when set
     columns: dict[str, str] = field(default_factory=dict)  # column mapping for `path`
     datasets: list[DatasetSpec] = field(default_factory=list)
     val_size: float = 0.02  # fraction (< 1) or number of rows (>= 1) held out
@@ -247,52 +243,33 @@ def zero_stage(name_or_path: str) -> int:
     return int(config.get("zero_optimization", {}).get("stage", 0))
 
 
-def to_validated(cfg: Any, schema: type[T]) -> T:
-    """A composed Hydra config as validated dataclasses of `schema` (runs every `validate`).
-
-    Shared by the three entry points (train/sft.py, data_pipeline.build, eval.run).
-    """
-    from omegaconf import OmegaConf
-
-    try:
-        parsed = OmegaConf.to_object(cfg)
-    except Exception as err:  # OmegaConf validation errors name the key already
-        raise ConfigError(str(err)) from err
-    if not isinstance(parsed, schema):
-        raise ConfigError(f"the config is not a {schema.__name__} (is its schema the first default?)")
-    try:
-        parsed.validate()
-    except ConfigError:
-        raise
-    except ValueError as err:  # a module's own validation: same error type for every entry point
-        raise ConfigError(str(err)) from err
-    return parsed
-
-
 def to_app_config(cfg: Any) -> SFTAppConfig:
     return to_validated(cfg, SFTAppConfig)
 
 
-def setup_entry_logging() -> None:
-    """Plain INFO logging for the single-process entry points (data_pipeline.build, eval.run)."""
-    import logging
+def preflight(app: SFTAppConfig) -> None:
+    """Checks of this machine that need no heavy import: data paths, flash-attn, the hub."""
+    recipe = app.recipe
+    if (
+        recipe.attn_implementation == AttnImpl.flash_attention_2
+        and importlib.util.find_spec("flash_attn") is None
+    ):
+        raise ConfigError(
+            "recipe.attn_implementation=flash_attention_2 needs CUDA and the flash-attn package "
+            "(pip install 'editforge[gpu]'); on this machine use recipe.attn_implementation=sdpa (or auto)"
+        )
+    key = "data.path" if app.data.path is not None else "data.datasets[].path"
+    for spec in app.data.specs():
+        if spec.path is None:
+            continue
+        if is_hub(spec.path):
+            hub_offline()  # decided now, before datasets is imported: no retry storm offline
+        else:
+            existing_path(
+                spec.path,
+                key,
+                f"build it with `python -m data_pipeline.build ... out={spec.path}` or fix the path",
+            )
 
-    logging.basicConfig(
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO, force=True
-    )
 
-
-def wandb_has_key() -> bool:
-    """True when a W&B API key is configured (env or netrc), i.e. online logging can work."""
-    if os.environ.get("WANDB_API_KEY"):
-        return True
-    import netrc
-
-    try:
-        auth = netrc.netrc().authenticators("api.wandb.ai")
-    except (FileNotFoundError, netrc.NetrcParseError):
-        return False
-    return bool(auth and auth[2])
-
-
-ConfigStore.instance().store(name="sft_schema", node=SFTAppConfig)
+register_schema("sft_schema", SFTAppConfig)

@@ -1,8 +1,9 @@
 """Load edit-example datasets, mix them by weight, shuffle and hold out a validation split.
 
-Input is anything in the edit-example contract (`before, after, instruction` at least): a
-hub id, a local jsonl/json/parquet file, a folder of such files, a `save_to_disk` folder,
-or a folder built by `python -m data_pipeline.build`. Other schemas map in with a column mapping (CommitPackFT:
+Input is anything in the edit-example contract (`core/schema.py`; `before, after, instruction`
+at least): a hub dataset named `hub:ID`, a local jsonl/json/parquet file, a folder of such
+files, a `save_to_disk` folder, or a folder built by `python -m data_pipeline.build`. A name
+without `hub:` is a path and must exist. Other schemas map in with a column mapping (CommitPackFT:
 `{old_contents: before, new_contents: after, subject: instruction}`).
 """
 
@@ -17,16 +18,18 @@ from pathlib import Path
 import datasets
 from datasets import Dataset, DatasetDict, concatenate_datasets
 
+from core.errors import UserError
+from core.hub import is_hub, load_hub_dataset
+from core.schema import REQUIRED_COLUMNS, build_output
 from train.config import DataConfig, DatasetSpec
 from train.synthetic_edits import synthetic_edits
 
 log = logging.getLogger(__name__)
 
-REQUIRED_COLUMNS = ("before", "after", "instruction")
 _FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
 
 
-class DataError(ValueError):
+class DataError(UserError, ValueError):
     """A dataset cannot be used for training; the message names the dataset and the cause."""
 
 
@@ -38,8 +41,7 @@ class EditSplits:
 
 
 def _load_local(path: Path, split: str) -> Dataset:
-    if (path / "manifest.json").exists():  # a `python -m data_pipeline.build` output folder
-        path = path / "dataset" if (path / "dataset").is_dir() else path / "data.parquet"
+    path = build_output(path) or path  # a `python -m data_pipeline.build` output folder
     if path.is_dir():
         if (
             (path / "dataset_info.json").exists()
@@ -70,13 +72,15 @@ def load_one(spec: DatasetSpec, seed: int) -> Dataset:
     if spec.synthetic is not None:
         return Dataset.from_list(synthetic_edits(spec.synthetic, seed=seed))
     assert spec.path is not None
-    local = Path(spec.path).expanduser()
-    if local.exists():
+    if is_hub(spec.path):
+        ds = load_hub_dataset(spec.path, spec.subset, spec.split, "data.path")
+    else:
+        local = Path(spec.path).expanduser()
+        if not local.exists():
+            raise DataError(
+                f"dataset {spec.path!r} does not exist; fix the path or write hub:ID for a hub dataset"
+            )
         ds = _load_local(local, spec.split)
-    elif spec.path.startswith((".", "/", "~")) or local.suffix in _FILE_BUILDERS:
-        raise DataError(f"dataset {spec.path!r} does not exist")
-    else:  # a hub id
-        ds = datasets.load_dataset(spec.path, spec.subset, split=spec.split)
     missing_sources = [src for src in spec.columns if src not in ds.column_names]
     if missing_sources:
         raise DataError(

@@ -16,7 +16,8 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, PreTrainedTokenizerFast
 
-from train.config import AttnImpl, ConfigError, DType, RecipeConfig, TinyModelConfig
+from core.errors import ConfigError
+from train.config import AttnImpl, DType, RecipeConfig, TinyModelConfig
 
 TORCH_DTYPES = {DType.bf16: torch.bfloat16, DType.fp16: torch.float16, DType.fp32: torch.float32}
 TINY_SPECIAL = {"bos_token": "<|begin|>", "eos_token": "<|end|>", "unk_token": "<|unk|>"}

@@ -3,34 +3,45 @@
 torchrun --nproc_per_node 8 train/sft.py recipe=editcoder-6.7b
 python train/sft.py recipe=tiny run.output_dir=runs/tiny
 python train/sft.py recipe=editcoder-6.7b --cfg job      # print the resolved config
+
+The config is validated and the machine checked (`train/config.py`) before torch,
+transformers and trl are imported, so a mistake is reported in about a second.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # run as a script: import the repo's packages, not train/'s modules
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-import hydra  # noqa: E402
-from omegaconf import DictConfig, OmegaConf  # noqa: E402
-
-from train.config import CONFIG_DIR, to_app_config  # noqa: E402
-from train.logs import setup_logging  # noqa: E402
-from train.sft_run import SFTRun  # noqa: E402
+from core.entry import App, run_app  # noqa: E402
+from core.logs import setup_logging  # noqa: E402
+from train.config import SFTAppConfig, preflight  # noqa: E402
 
 
-@hydra.main(version_base=None, config_path=str(CONFIG_DIR), config_name="sft")
-def main(cfg: DictConfig) -> None:
+def train(app: SFTAppConfig, resolved: dict[str, Any]) -> None:
     setup_logging()
-    app = to_app_config(cfg)
-    run = SFTRun(app, OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
+    import torch
+
+    # DeepSpeed warns on every rank when it falls back to CPU by auto-detection: name the CPU.
+    if not torch.cuda.is_available():
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
+    if app.run.report_to == "none":  # transformers prints a line per rank when it sees WANDB_MODE
+        os.environ.pop("WANDB_MODE", None)
+    from train.sft_run import SFTRun  # the heavy stack, once the config is known to be good
+
+    run = SFTRun(app, resolved)
     run.setup()
     run.train()
     run.save()
     run.cleanup()
 
 
+APP = App("sft", SFTAppConfig, run=train, preflight=preflight)
+
 if __name__ == "__main__":
-    main()
+    run_app(APP)

@@ -15,15 +15,25 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import yaml
 from accelerate import PartialState
 from transformers import TrainerCallback, set_seed
 from transformers.trainer_utils import get_last_checkpoint
 from trl import SFTConfig
 
-from train.config import ConfigError, DType, SFTAppConfig, deepspeed_config_path, wandb_has_key
+from core.config import wandb_has_key
+from core.errors import ConfigError
+from core.formats import get_format
+from core.layout import (
+    ADAPTER_DIR,
+    DATA_STATS_FILE,
+    FINAL_DIR,
+    METRICS_FILE,
+    TOKENIZER_CACHE_DIR,
+    WANDB_ID_FILE,
+    write_trained_config,
+)
+from train.config import DType, SFTAppConfig, deepspeed_config_path
 from train.edit_data import load_edit_splits
-from train.formats import get_format
 from train.modeling import (
     check_dtype,
     count_parameters,
@@ -35,11 +45,6 @@ from train.tokenization import encode_dataset
 from train.trainer import EditSFTTrainer, detect_peak_tflops, flops_per_token
 
 log = logging.getLogger(__name__)
-
-FINAL_DIR = "final"
-ADAPTER_DIR = "final-adapter"
-CONFIG_FILE = "editforge_config.yaml"
-DATA_STATS_FILE = "data_stats.json"
 
 
 class SFTRun:
@@ -79,7 +84,7 @@ class SFTRun:
         splits = load_edit_splits(self.app.data)
         with state.main_process_first():
             self.tokenizer = load_or_train_tokenizer(
-                self.app.recipe, self._tokenizer_texts(splits.train), self.output_dir / "tokenizer-cache"
+                self.app.recipe, self._tokenizer_texts(splits.train), self.output_dir / TOKENIZER_CACHE_DIR
             )
             train_ds, train_report = self._encode(splits.train)
             eval_ds, eval_report = self._encode(splits.validation) if splits.validation else (None, None)
@@ -173,7 +178,9 @@ class SFTRun:
             padding_free=recipe.packing,
             dataset_num_proc=run.dataset_num_proc,
             dataloader_num_workers=run.dataloader_num_workers,
-            ddp_find_unused_parameters=False if recipe.lora is not None else None,
+            # Every parameter takes part in the forward (full fine-tune and LoRA): no search for
+            # unused ones, and no per-rank warning that it found none.
+            ddp_find_unused_parameters=False,
             use_cpu=not on_gpu,
             ddp_backend="gloo" if not on_gpu and int(os.environ.get("WORLD_SIZE", "1")) > 1 else None,
         )
@@ -199,7 +206,7 @@ class SFTRun:
 
         cfg = self.app.recipe.wandb
         mode = cfg.mode or ("online" if wandb_has_key() else "offline")
-        id_file = self.output_dir / "wandb_run_id"
+        id_file = self.output_dir / WANDB_ID_FILE
         run_id = id_file.read_text().strip() if id_file.exists() else uuid.uuid4().hex[:12]
         id_file.write_text(run_id)
         wandb.init(
@@ -235,9 +242,9 @@ class SFTRun:
                 merged.save_pretrained(str(final))
                 self.tokenizer.save_pretrained(str(final))
             for folder in {target, final}:
-                (folder / CONFIG_FILE).write_text(yaml.safe_dump(self.resolved, sort_keys=False))
+                write_trained_config(folder, self.resolved)
             metrics = {k: v for k, v in self.trainer.state.log_history[-1].items()}
-            (self.output_dir / "metrics.json").write_text(
+            (self.output_dir / METRICS_FILE).write_text(
                 json.dumps({"log_history": self.trainer.state.log_history, "last": metrics}, indent=2)
             )
         self.trainer.accelerator.wait_for_everyone()

@@ -18,8 +18,8 @@ from typing import Any
 
 from datasets import Dataset
 
+from core.formats import PromptFormat
 from train.config import LossOn, Overlong
-from train.formats import PromptFormat
 
 IGNORE_INDEX = -100
 

@@ -14,8 +14,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from eval.problems import Problem
-from train.formats import PromptFormat
+from core.formats import PromptFormat
+from core.problems import Problem
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from core.formats import PromptFormat
 from eval.generation.base import GenerationRequest, SamplingConfig
-from train.formats import PromptFormat
 
 
 class OracleGenerator:

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.errors import UserError
+
 CANITEDIT_FIELDS = {
     "id": (int, str),
     "name": (str,),
@@ -30,7 +32,7 @@ CANITEDIT_FIELDS = {
 }
 
 
-class BenchmarkError(ValueError):
+class BenchmarkError(UserError, ValueError):
     """A benchmark file or record is unusable; the message names the problem and field."""
 
 
@@ -102,7 +104,9 @@ def problem_from_canitedit(record: dict[str, Any], where: str) -> Problem:
 def read_jsonl(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """(location, record) for each non-empty line; a broken line is a BenchmarkError."""
     if not path.is_file():
-        raise BenchmarkError(f"benchmark file {path} does not exist")
+        raise BenchmarkError(
+            f"benchmark file {path} does not exist; check benchmark.path (or the decontamination list)"
+        )
     records = []
     for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():

@@ -13,8 +13,9 @@ docstring prompt + buggy solution), after = the same + canonical solution, `show
 the tests under `fixtests`, instruction = "Fix bugs in {entry_point}.", tests = the
 language's test code as is (it already calls `check(...)` or its own test function, so it
 runs once), `prelude` = bigcode's `IMPORT_HELPER` for Python and C++, put before the program
-at execution. Splits are languages. Reads `<path>/<lang>.jsonl` (HumanEvalPack's layout) or
-the hub's `bigcode/humanevalpack`.
+at execution. Splits are languages. Reads `<path>/<lang>.jsonl` (HumanEvalPack's layout): by
+default the copy shipped in `core/data/humanevalpack/` (MIT, see its LICENSE), or the hub's
+`bigcode/humanevalpack` when the path is `hub:bigcode/humanevalpack`.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from eval.problems import BenchmarkError, Problem, check_unique, read_jsonl
+from core.hub import is_hub, load_hub_dataset
+from core.problems import BenchmarkError, Problem, check_unique, read_jsonl
 
 HUB_ID = "bigcode/humanevalpack"
+SHIPPED = Path(__file__).resolve().parent.parent / "data" / "humanevalpack"
 FIELDS = ("task_id", "prompt", "declaration", "buggy_solution", "canonical_solution", "test", "entry_point")
 VARIANTS = ("fix", "fixtests", "fixdocs")
 
@@ -111,21 +114,22 @@ def problem_from_humanevalpack(
 
 
 def load_humanevalfix(path: str | None, languages: list[str], variant: str = "fixtests") -> list[Problem]:
+    """`path`: None (the shipped copy), `hub:ID`, or a folder of `<language>.jsonl` / one such file."""
+    source = path or str(SHIPPED)
     problems: list[Problem] = []
     for language in languages:
-        if path is not None:
-            file = Path(path) / f"{language}.jsonl" if Path(path).is_dir() else Path(path)
-            records = read_jsonl(file)
+        if is_hub(source):
+            ds = load_hub_dataset(source, language, "test", "benchmark.path")
+            name = source.removeprefix("hub:")
+            records = [(f"{name}:{language}[{i}]", dict(r)) for i, r in enumerate(ds)]
         else:
-            import datasets
-
-            try:
-                ds = datasets.load_dataset(HUB_ID, language, split="test")
-            except Exception as err:
+            folder = Path(source)
+            file = folder / f"{language}.jsonl" if folder.is_dir() else folder
+            if path is None and not file.is_file():
                 raise BenchmarkError(
-                    f"could not load {HUB_ID}:{language} from the hub ({err}); pass benchmark.path=FOLDER "
-                    "holding <language>.jsonl files"
-                ) from err
-            records = [(f"{HUB_ID}:{language}[{i}]", dict(r)) for i, r in enumerate(ds)]
+                    f"HumanEvalFix {language}: no shipped copy at {file}; pass benchmark.path=FOLDER "
+                    f"of <language>.jsonl files, or benchmark.path=hub:{HUB_ID}"
+                )
+            records = read_jsonl(file)
         problems += [problem_from_humanevalpack(r, language, where, variant) for where, r in records]
-    return check_unique(problems, path or HUB_ID)
+    return check_unique(problems, source)

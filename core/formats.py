@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from core.errors import ConfigError
+
 CHAT_SYSTEM_PROMPT = (
     "You are PythonEditGPT. You will be provided the original code snippet and an instruction that "
     "specifies the changes you need to make. You will produce the changed code, based on the original "
@@ -144,4 +146,4 @@ def get_format(name: str) -> PromptFormat:
     try:
         return FORMATS[name]
     except KeyError:
-        raise ValueError(f"unknown prompt format {name!r}; choose one of {sorted(FORMATS)}") from None
+        raise ConfigError(f"unknown prompt format {name!r}; choose one of {sorted(FORMATS)}") from None

@@ -1,0 +1,94 @@
+"""Benchmarks: CanItEdit, HumanEvalFix and the project's own fixtures, as `Problem` lists.
+
+Evaluation and decontamination both load benchmarks here, so training data is checked
+against exactly the texts the model is shown. `BenchmarkSource` says where a benchmark comes
+from (`path: null` is its default: the hub for CanItEdit, the copy shipped in `core/data/` for
+HumanEvalFix, `fixtures.jsonl` here for the fixtures; `hub:ID` names the hub; anything else is
+a local path). CanItEdit's splits are its instruction kinds (descriptive, lazy); HumanEvalFix's
+are languages (and it has variants: fix, fixtests, fixdocs); the fixtures follow CanItEdit's schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.benchmarks.canitedit import load_canitedit
+from core.benchmarks.humanevalfix import VARIANTS, load_humanevalfix
+from core.errors import ConfigError
+from core.hub import check_ref, existing_path, hub_offline, is_hub
+from core.problems import Problem
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures.jsonl"
+NAMES = ("canitedit", "humanevalfix", "fixtures")
+
+
+@dataclass
+class BenchmarkSource:
+    """Which benchmark, read from where (the `benchmark` group of eval, decontamination's list)."""
+
+    name: str = "fixtures"  # canitedit | humanevalfix | fixtures
+    path: str | None = None  # None: the default source; hub:ID: the hub; else a local file/folder
+    languages: list[str] = field(default_factory=lambda: ["python"])  # humanevalfix splits
+    variant: str = "fixtests"  # humanevalfix: fix | fixtests | fixdocs (bigcode's standard: fixtests)
+
+    def validate(self, key: str = "benchmark") -> None:
+        if self.name not in NAMES:
+            raise ConfigError(f"{key}.name={self.name!r}: choose one of {NAMES}")
+        if self.variant not in VARIANTS:
+            raise ConfigError(f"{key}.variant={self.variant!r}: choose one of {VARIANTS}")
+        if self.path is not None:
+            check_ref(self.path, f"{key}.path")
+
+    def check_source(self, key: str = "benchmark") -> None:
+        """Before loading: a local path must exist; a hub source finds out now whether the hub
+        is reachable (so the libraries, imported later, read their cache instead of retrying)."""
+        if self.path is not None and not is_hub(self.path):
+            existing_path(self.path, f"{key}.path", "leave it null for the default source")
+        elif self.path is not None or self.name == "canitedit":
+            hub_offline()
+
+
+@dataclass
+class Benchmark:
+    name: str
+    problems: list[Problem]
+
+    @property
+    def splits(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for p in self.problems:
+            seen.update(dict.fromkeys(p.splits))
+        return list(seen)
+
+    def programs(self) -> list[str]:
+        """Every program a problem shows the model or expects back: `before` and `after`."""
+        return [text for p in self.problems for text in (p.before, p.after) if text.strip()]
+
+    def instructions(self) -> list[str]:
+        """Every instruction the model is shown, all splits."""
+        return [text for p in self.problems for text in p.instructions.values() if text.strip()]
+
+
+def load_benchmark(
+    name: str, path: str | None = None, languages: list[str] | None = None, variant: str = "fixtests"
+) -> Benchmark:
+    """`variant` (fix | fixtests | fixdocs) is HumanEvalFix's; the other benchmarks have none."""
+    if name == "canitedit":
+        return Benchmark(name, load_canitedit(path))
+    if name == "fixtures":
+        return Benchmark(name, load_canitedit(path or str(FIXTURES)))
+    if name == "humanevalfix":
+        return Benchmark(name, load_humanevalfix(path, languages or ["python"], variant))
+    raise ConfigError(f"unknown benchmark {name!r}; choose one of {NAMES}")
+
+
+def load_source(source: BenchmarkSource) -> Benchmark:
+    return load_benchmark(source.name, source.path, list(source.languages), source.variant)
+
+
+def load_every_variant(source: BenchmarkSource) -> list[Benchmark]:
+    """The benchmark as each of its variants shows it (HumanEvalFix: fix, fixtests, fixdocs)."""
+    if source.name != "humanevalfix":
+        return [load_source(source)]
+    return [load_benchmark(source.name, source.path, list(source.languages), v) for v in VARIANTS]

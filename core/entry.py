@@ -1,0 +1,144 @@
+"""The one wrapper every entry point runs under: strict config, checks first, one-line errors.
+
+    APP = App("sft", SFTAppConfig, run=..., preflight=...)
+    if __name__ == "__main__":
+        run_app(APP)
+
+Order: compose the config (Hydra), convert it strictly (`to_validated`), run `preflight`
+(checks of this machine that need no heavy import: paths exist, packages are installed,
+the hub is reachable), then `run`, which imports the heavy stack itself. `--cfg job` also
+validates before it prints. A `UserError` (and a config that does not compose) prints one
+line, `error: <what was wrong and what to do>`, and exits 2; `EDITFORGE_DEBUG=1` shows the
+traceback instead. Any other exception is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from core.config import CONFIG_DIR, describe_config_error, register_resolvers, to_validated
+from core.errors import UserError
+from core.logs import quiet_libraries, rank
+
+DEBUG_ENV = "EDITFORGE_DEBUG"
+USER_ERROR_EXIT = 2
+
+
+@dataclass(frozen=True)
+class App:
+    config_name: str  # primary config in configs/
+    schema: type  # its structured config; has `validate()`
+    run: Callable[[Any, dict[str, Any]], Any]  # (validated config, resolved dict for the record)
+    preflight: Callable[[Any], None] | None = None  # machine checks before anything heavy
+
+
+def run_app(app: App, argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    quiet_libraries()
+    register_resolvers()
+    full_error = os.environ.get("HYDRA_FULL_ERROR")
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing its own report
+    try:
+        _run(app, argv)
+    except Exception as err:
+        if os.environ.get(DEBUG_ENV, "") not in ("", "0") or not is_user_error(err):
+            raise
+        if rank() == 0:
+            print(f"error: {one_line(err)}", file=sys.stderr, flush=True)
+        sys.exit(USER_ERROR_EXIT)
+    finally:
+        if full_error is None:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
+        else:
+            os.environ["HYDRA_FULL_ERROR"] = full_error
+
+
+def _run(app: App, argv: list[str]) -> None:
+    import hydra
+    from hydra._internal.utils import get_args_parser
+
+    args = get_args_parser().parse_args(argv)
+    if args.cfg:  # Hydra prints without calling the task: validate here first
+        validate_overrides(app, args.overrides, args.config_name)
+
+    failed: list[BaseException] = []
+
+    def task(cfg: Any) -> None:
+        from omegaconf import OmegaConf
+
+        try:
+            validated = to_validated(cfg, app.schema)
+            if app.preflight is not None:
+                app.preflight(validated)
+            app.run(validated, OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
+        except Exception as err:  # raised below, past Hydra's "Error executing job" log line
+            failed.append(err)
+
+    task.__module__ = app.run.__module__  # Hydra names the job after the task's module
+    main = hydra.main(version_base=None, config_path=str(CONFIG_DIR), config_name=app.config_name)(task)
+    saved = sys.argv
+    sys.argv = [saved[0], *argv]
+    try:
+        main()
+    finally:
+        sys.argv = saved
+    if failed:
+        raise failed[0]
+
+
+def validate_overrides(app: App, overrides: list[str], config_name: str | None = None) -> Any:
+    """Compose `app`'s config with `overrides` and convert it strictly (no preflight, no run)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+            cfg = compose(config_name=config_name or app.config_name, overrides=list(overrides))
+    finally:
+        GlobalHydra.instance().clear()
+    return to_validated(cfg, app.schema)
+
+
+def is_user_error(err: BaseException) -> bool:
+    """UserErrors, and configs that do not compose or parse (bad override, unknown option)."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    return isinstance(err, (UserError, HydraException, OmegaConfBaseException))
+
+
+def one_line(err: BaseException) -> str:
+    """The error's message on one line (Hydra's own messages span several)."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    cause = err.__cause__
+    if isinstance(err, OmegaConfBaseException):
+        return describe_config_error(err)
+    if not isinstance(err, UserError) and isinstance(cause, OmegaConfBaseException):
+        return describe_config_error(cause)
+    return collapse(str(err)) or type(err).__name__
+
+
+def collapse(text: str) -> str:
+    """Multi-line text as one line: "Header:" + its indented items become "Header: a, b";
+    Hydra's "Config search path:" listing is dropped.
+
+    >>> collapse("Could not find 'recipe/x'\\n\\nAvailable options in 'recipe':\\n\\ta\\n\\tb")
+    "Could not find 'recipe/x'; Available options in 'recipe': a, b"
+    """
+    parts: list[list[str]] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if raw[:1].isspace() and parts and parts[-1][0].endswith(":"):
+            parts[-1].append(line)
+        else:
+            parts.append([line])
+    kept = [p for p in parts if p[0] != "Config search path:"]
+    return "; ".join(p[0] + (" " + ", ".join(p[1:]) if len(p) > 1 else "") for p in kept)

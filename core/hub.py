@@ -1,0 +1,98 @@
+"""Dataset references: `hub:ID` names a Hugging Face Hub dataset, anything else is a local path.
+
+A path that does not exist is an error at start-up, never a hub lookup (a typo used to cost
+five retries and a ConnectionError). Before a hub dataset is loaded, `hub_offline()` decides
+once whether the hub can be reached: `HF_HUB_OFFLINE=1`, or no connection within two seconds,
+switches the libraries to their cache (set before they are imported), so there is no retry storm.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from functools import cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from core.errors import ConfigError, UserError
+
+HUB_PREFIX = "hub:"
+OFFLINE_ENVS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+log = logging.getLogger(__name__)
+
+
+def is_hub(ref: str) -> bool:
+    return ref.startswith(HUB_PREFIX)
+
+
+def hub_id(ref: str) -> str:
+    """`hub:ID` -> ID (`hub:bigcode/humanevalpack` -> `bigcode/humanevalpack`)."""
+    return ref.removeprefix(HUB_PREFIX)
+
+
+def check_ref(ref: str, key: str) -> None:
+    """Pure syntax check (no file system): a `hub:` reference must name a dataset."""
+    if is_hub(ref) and not hub_id(ref).strip():
+        raise ConfigError(f"{key}={ref!r}: name the hub dataset after 'hub:', e.g. hub:nuprl/EditPackFT")
+
+
+def existing_path(ref: str, key: str, hint: str = "") -> Path:
+    """The local path `ref`, which must exist; the error names the key, the path and the fix."""
+    path = Path(ref).expanduser()
+    if not path.exists():
+        where = "" if path.is_absolute() else f" (relative to {Path.cwd()})"
+        fix = f"{hint}; " if hint else ""
+        raise ConfigError(
+            f"{key}={ref!r}: no such file or folder{where}; {fix}write hub:{ref} for a hub dataset"
+        )
+    return path
+
+
+def _truthy(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@cache
+def hub_offline(timeout_s: float = 2.0) -> bool:
+    """True when the hub cannot be used: offline requested, or its host unreachable.
+
+    When unreachable, sets HF_HUB_OFFLINE/HF_DATASETS_OFFLINE, so libraries imported afterwards
+    read their cache instead of retrying.
+    """
+    if any(_truthy(name) for name in OFFLINE_ENVS):
+        return True
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    proxy = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy")
+    url = urlparse(proxy or endpoint)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname or "", port), timeout=timeout_s).close()
+        return False
+    except OSError:
+        log.warning("the hub (%s) is unreachable: using the local cache only", url.hostname)
+        for name in OFFLINE_ENVS:
+            os.environ[name] = "1"
+        return True
+
+
+def load_hub_dataset(ref: str, subset: str | None, split: str, key: str) -> Any:
+    """`datasets.load_dataset` for a hub reference, with one-line errors when offline or missing."""
+    name = hub_id(ref)
+    offline = hub_offline()
+    import datasets
+
+    if offline and not datasets.config.HF_HUB_OFFLINE:
+        # datasets was imported before the hub was found unreachable: it would retry; say so now.
+        raise UserError(f"{key}={ref!r}: the hub is unreachable; download the dataset and pass its path")
+    try:
+        return datasets.load_dataset(name, subset, split=split)
+    except Exception as err:  # not cached offline, gated, renamed, no such split
+        reason = "not in the local cache and the hub is offline" if offline else type(err).__name__
+        detail = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise UserError(
+            f"{key}={ref!r}: cannot load {name}"
+            + (f" [{subset}]" if subset else "")
+            + f" ({reason}: {detail[:200]}); download it and pass a local path instead"
+        ) from err
