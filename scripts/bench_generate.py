@@ -32,11 +32,11 @@ from rich.console import Console
 from rich.table import Table
 from transformers import AutoModelForCausalLM, LlamaConfig
 
-from eval.benchmarks import load_benchmark
+from core.benchmarks import load_benchmark
+from core.formats import FORMATS
 from eval.generate import build_requests
 from eval.generation import SamplingConfig
 from eval.generation.hf import HFGenerator
-from train.formats import FORMATS
 from train.modeling import train_tiny_tokenizer
 from train.synthetic_edits import synthetic_edits
 

@@ -18,7 +18,9 @@ from data_pipeline.pipeline import run_pipeline
 HUMANEVALPACK = REPO / "core" / "data" / "humanevalpack"  # the copy the loader reads by default
 CANITEDIT = REPO / "tests" / "fixtures" / "canitedit_sample.jsonl"
 # Decontamination reads benchmarks through evaluation's loaders; HumanEvalFix from its shipped copy.
-BENCHMARKS = f"pipeline.decontaminate.benchmarks=[{{name: canitedit, path: {CANITEDIT}}},{{name: humanevalfix}}]"
+BENCHMARKS = (
+    f"pipeline.decontaminate.benchmarks=[{{name: canitedit, path: {CANITEDIT}}},{{name: humanevalfix}}]"
+)
 
 
 def _function(rng: random.Random, i: int) -> str:
