@@ -1,6 +1,7 @@
 """The SFT trainer: trl's `SFTTrainer` plus a non-finite-loss stop and throughput/MFU logging.
 
-Both additions use documented override points (`training_step`, `log`), not patches.
+Both additions use documented override points (`training_step`, `log`), not patches; so does
+`create_model_card`, which writes nothing: the run writes its own card into `final/`.
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ class EditSFTTrainer(SFTTrainer):
                 f"The last good checkpoint (if any) is in {self.args.output_dir}; lower recipe.lr or check the data."
             )
         return loss
+
+    def create_model_card(self, *args, **kwargs) -> None:
+        """trl writes a generic README.md on every checkpoint; ours describes the recipe and data."""
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         if self.model.training and "loss" in logs:

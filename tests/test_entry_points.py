@@ -1,0 +1,140 @@
+"""The three entry points as a user runs them: strict keys, fast checks, one-line errors, own help.
+
+Each runs as a subprocess, exactly as from a shell. A user error prints one line on stderr
+(`error: what was wrong; what to do`) and exits 2; EDITFORGE_DEBUG=1 shows the traceback.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+SFT = [sys.executable, str(REPO / "train" / "sft.py")]
+EVAL = [sys.executable, "-m", "eval.run"]
+BUILD = [sys.executable, "-m", "data_pipeline.build"]
+ENV = {k: v for k, v in os.environ.items() if k != "EDITFORGE_DEBUG"}
+
+
+def run(
+    cmd: list[str], *args: str, cwd: Path = REPO, **env: str
+) -> tuple[subprocess.CompletedProcess, float]:
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [*cmd, *args], cwd=cwd, capture_output=True, text=True, timeout=120, env={**ENV, **env}
+    )
+    return proc, time.perf_counter() - start
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> str:
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "cmd, args, key",
+    [
+        (SFT, ["recipe=tiny", "+recipe.lrr=1e-5"], "recipe.lrr"),
+        (SFT, ["recipe=tiny", "+recipe.lrr=1e-5", "--cfg", "job"], "recipe.lrr"),
+        (SFT, ["recipe=tiny", "recipe.lrr=1e-5"], "recipe.lrr"),
+        (EVAL, ["model=reference", "+gen.nn=5"], "gen.nn"),
+        (EVAL, ["model=reference", "+gen.nn=5", "--cfg", "job"], "gen.nn"),
+        (EVAL, ["model=reference", "sandbox.limits.memry_mb=1"], "sandbox.limits.memry_mb"),
+        (BUILD, ["+pipeline.dedup.minhash.thresh=0.5"], "pipeline.dedup.minhash.thresh"),
+    ],
+)
+def test_an_unknown_key_fails_at_start_up_naming_it(tmp_path, cmd, args, key):
+    proc, seconds = run(cmd, *args)
+    assert_one_line_error(proc, key, "unknown config key")
+    assert seconds < 6, seconds
+
+
+def test_a_missing_relative_data_path_fails_in_seconds_naming_it(tmp_path):
+    proc, seconds = run(SFT, "recipe=tiny", "data.path=data/does-not-exist", cwd=tmp_path)
+    line = assert_one_line_error(proc, "data/does-not-exist", "hub:")
+    print(f"\nmissing data.path reported in {seconds:.2f} s: {line}")
+    assert seconds < 3, seconds
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    "cmd, args, needle",
+    [
+        (SFT, ["recipe=nope"], "recipe/nope"),  # unknown recipe: the options are listed
+        (SFT, ["recipe=tiny", "recipe.loss_on=everything"], "recipe.loss_on"),  # bad value
+        (SFT, ["recipe=tiny", "recipe.max_length=0"], "recipe.max_length"),
+        (
+            SFT,
+            ["recipe=tiny", "data=editpackft+commits2023ft"],
+            "data/editpackft",
+        ),  # recipe default not built
+        (EVAL, ["model=reference", "benchmark.path=none.jsonl"], "none.jsonl"),  # missing benchmark file
+        (EVAL, ["model=reference", "gen.n=0"], "gen.n"),
+        (EVAL, ["model=reference", "benchmark=humanevalfix", "benchmark.languages=[go]"], "go"),
+        (BUILD, ["source=files", "source.paths=[nope.jsonl]"], "nope.jsonl"),
+        (BUILD, ["pipeline.decontaminate.benchmarks=[{name: canitedit, path: gone.jsonl}]"], "gone.jsonl"),
+        (BUILD, ["pipeline.dedup.minhash.threshold=1.5"], "threshold"),
+    ],
+)
+def test_a_user_error_prints_one_line_and_exits_2(tmp_path, cmd, args, needle):
+    proc, seconds = run(cmd, *args, cwd=REPO if cmd is not SFT else tmp_path)
+    assert_one_line_error(proc, needle)
+    assert seconds < 6, seconds
+
+
+@pytest.mark.skipif(importlib.util.find_spec("flash_attn") is not None, reason="flash-attn is installed here")
+def test_missing_flash_attn_is_one_line_before_anything_loads(tmp_path):
+    proc, seconds = run(SFT, "recipe=tiny", "recipe.attn_implementation=flash_attention_2", cwd=tmp_path)
+    assert_one_line_error(proc, "flash-attn", "recipe.attn_implementation=sdpa")
+    assert seconds < 6 and not (tmp_path / "runs").exists()
+
+
+def test_editforge_debug_shows_the_traceback(tmp_path):
+    proc, _ = run(SFT, "recipe=tiny", "data.path=data/does-not-exist", cwd=tmp_path, EDITFORGE_DEBUG="1")
+    assert proc.returncode != 0 and "Traceback" in proc.stderr and "ConfigError" in proc.stderr
+
+
+def test_cfg_job_answers_before_the_training_stack_loads(tmp_path):
+    run(SFT, "recipe=editcoder-6.7b", "--cfg", "job", cwd=tmp_path)  # warm the file cache
+    times = []
+    for _ in range(3):
+        proc, seconds = run(SFT, "recipe=editcoder-6.7b", "--cfg", "job", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert "deepseek-ai/deepseek-coder-6.7b-base" in proc.stdout
+        times.append(seconds)
+    print(f"\n`train/sft.py recipe=editcoder-6.7b --cfg job`: {min(times):.2f} s (best of 3: {times})")
+    assert min(times) < 6  # generous for loaded CI machines; about 0.4 s on 2 idle cores
+
+
+GROUPS = {
+    "sft": (SFT, {"recipe", "data", "deepspeed"}),
+    "eval": (EVAL, {"benchmark", "model", "backend"}),
+    "build": (BUILD, {"source", "pipeline", "executor"}),
+}
+
+
+@pytest.mark.parametrize("tool", sorted(GROUPS))
+def test_help_says_what_the_tool_does_and_lists_its_own_groups(tmp_path, tool):
+    cmd, own = GROUPS[tool]
+    proc, _ = run(cmd, "--help")
+    assert proc.returncode == 0, proc.stderr
+    groups = {
+        line.split(":")[0].strip()
+        for line in proc.stdout.splitlines()
+        if line.startswith("  ") and ":" in line and "," in line
+    }
+    every = set().union(*(g for _, g in GROUPS.values()))
+    assert groups & every == own, proc.stdout
+    first = proc.stdout.strip().splitlines()[0]
+    assert first.split(":")[0] in (cmd[-1].replace(str(REPO) + "/", ""), "python -m " + cmd[-1])
