@@ -4,7 +4,6 @@ decontamination reads every benchmark through evaluation's loaders and sees the 
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 from conftest import REPO
