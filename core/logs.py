@@ -39,8 +39,10 @@ def quiet_libraries() -> None:
 
 def setup_logging() -> None:
     """Plain logging: INFO from the speaking rank, errors only from the others."""
-    logging.basicConfig(format=FORMAT, level=logging.INFO if speaks() else logging.ERROR, force=True)
-    if not speaks():
-        import warnings
+    import warnings
 
+    logging.basicConfig(format=FORMAT, level=logging.INFO if speaks() else logging.ERROR, force=True)
+    # Deprecations inside the libraries' own calls (datasets sorting through pyarrow): nothing to act on.
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"(pyarrow|datasets|transformers)\.")
+    if not speaks():
         warnings.simplefilter("ignore")  # rank 0 shows the same warnings once
