@@ -34,6 +34,7 @@ from core.layout import (
 )
 from train.config import DType, SFTAppConfig, deepspeed_config_path
 from train.edit_data import load_edit_splits
+from train.model_card import write_model_card
 from train.modeling import (
     check_dtype,
     count_parameters,
@@ -247,6 +248,7 @@ class SFTRun:
             (self.output_dir / METRICS_FILE).write_text(
                 json.dumps({"log_history": self.trainer.state.log_history, "last": metrics}, indent=2)
             )
+            write_model_card(final)  # our card replaces any generic one in final/
         self.trainer.accelerator.wait_for_everyone()
         return final
 
