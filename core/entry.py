@@ -22,7 +22,7 @@ from typing import Any
 
 from core.config import CONFIG_DIR, describe_config_error, register_resolvers, to_validated
 from core.errors import UserError
-from core.logs import quiet_libraries, rank
+from core.logs import quiet_libraries, rank, setup_logging
 
 DEBUG_ENV = "EDITFORGE_DEBUG"
 USER_ERROR_EXIT = 2
@@ -71,6 +71,7 @@ def _run(app: App, argv: list[str]) -> None:
         from omegaconf import OmegaConf
 
         try:
+            setup_logging()
             validated = to_validated(cfg, app.schema)
             if app.preflight is not None:
                 app.preflight(validated)

@@ -71,13 +71,13 @@ def hub_offline(timeout_s: float = 2.0) -> bool:
         socket.create_connection((url.hostname or "", port), timeout=timeout_s).close()
         return False
     except OSError:
-        log.warning("the hub (%s) is unreachable: using the local cache only", url.hostname)
+        log.info("the hub (%s) is unreachable: reading the local cache only", url.hostname)
         for name in OFFLINE_ENVS:
             os.environ[name] = "1"
         return True
 
 
-def load_hub_dataset(ref: str, subset: str | None, split: str, key: str) -> Any:
+def load_hub_dataset(ref: str, subset: str | None, split: str, key: str, streaming: bool = False) -> Any:
     """`datasets.load_dataset` for a hub reference, with one-line errors when offline or missing."""
     name = hub_id(ref)
     offline = hub_offline()
@@ -85,14 +85,14 @@ def load_hub_dataset(ref: str, subset: str | None, split: str, key: str) -> Any:
 
     if offline and not datasets.config.HF_HUB_OFFLINE:
         # datasets was imported before the hub was found unreachable: it would retry; say so now.
-        raise UserError(f"{key}={ref!r}: the hub is unreachable; download the dataset and pass its path")
+        raise UserError(f"{key}: the hub is unreachable for {name}; download the dataset and pass its path")
     try:
-        return datasets.load_dataset(name, subset, split=split)
+        return datasets.load_dataset(name, subset, split=split, streaming=streaming)
     except Exception as err:  # not cached offline, gated, renamed, no such split
         reason = "not in the local cache and the hub is offline" if offline else type(err).__name__
         detail = str(err).strip().splitlines()[0] if str(err).strip() else ""
         raise UserError(
-            f"{key}={ref!r}: cannot load {name}"
+            f"{key}: cannot load hub dataset {name}"
             + (f" [{subset}]" if subset else "")
             + f" ({reason}: {detail[:200]}); download it and pass a local path instead"
         ) from err

@@ -19,7 +19,6 @@ from typing import Any
 from core.config import to_validated
 from core.entry import App, run_app
 from core.hub import hub_offline
-from core.logs import setup_logging
 from data_pipeline.config import BuildConfig
 
 log = logging.getLogger("data_pipeline.build")
@@ -36,7 +35,6 @@ def preflight(cfg: BuildConfig) -> None:
 
 
 def build(cfg: BuildConfig, resolved: dict[str, Any]) -> None:
-    setup_logging()
     from data_pipeline.pipeline import run_pipeline
 
     manifest = run_pipeline(cfg)

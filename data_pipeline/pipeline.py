@@ -21,6 +21,7 @@ from typing import Any
 
 from datasets import Dataset
 
+from core.errors import UserError
 from core.schema import DATASET_DIR, MANIFEST_FILE, PARQUET_FILE, edit_features
 from data_pipeline.config import BuildConfig
 from data_pipeline.executors import Executor, make_executor
@@ -47,8 +48,13 @@ def source_stage(cfg: BuildConfig, _: Dataset | None, executor: Executor) -> tup
             else:
                 yield row
 
-    with tempfile.TemporaryDirectory(prefix="editforge-source-") as cache:
-        ds = Dataset.from_generator(rows, features=FEATURES, cache_dir=cache, keep_in_memory=True)
+    try:
+        with tempfile.TemporaryDirectory(prefix="editforge-source-") as cache:
+            ds = Dataset.from_generator(rows, features=FEATURES, cache_dir=cache, keep_in_memory=True)
+    except Exception as err:
+        if isinstance(err.__cause__, UserError):  # the source's own message, not datasets' wrapper
+            raise err.__cause__ from None
+        raise
     ds = _dedupe_ids(ds, counts)
     return ds, StageResult("source", input=total, kept=len(ds), dropped=dict(sorted(counts.items())))
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from core.hub import HUB_PREFIX, load_hub_dataset
 from data_pipeline.config import SourceConfig
 from data_pipeline.normalize import COMMITPACKFT_COLUMNS, normalize_row
 
@@ -79,9 +80,8 @@ def _disk(paths: list[str]) -> Iterator[Raw]:
 
 
 def _hub(cfg: SourceConfig) -> Iterator[Raw]:
-    import datasets
-
-    ds = datasets.load_dataset(cfg.name, cfg.subset, split=cfg.split, streaming=cfg.streaming)
+    assert cfg.name is not None
+    ds = load_hub_dataset(HUB_PREFIX + cfg.name, cfg.subset, cfg.split, "source.name", cfg.streaming)
     yield from ((row, "") for row in ds)
 
 

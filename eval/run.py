@@ -15,7 +15,6 @@ from typing import Any
 
 from core.config import to_validated
 from core.entry import App, run_app
-from core.logs import setup_logging
 from eval.config import EvalConfig
 from eval.languages import check_languages
 
@@ -32,7 +31,6 @@ def preflight(cfg: EvalConfig) -> None:
 
 
 def evaluate(cfg: EvalConfig, resolved: dict[str, Any]) -> None:
-    setup_logging()
     from eval.evaluation import EvalRun
     from eval.report import render_report
 

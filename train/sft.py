@@ -19,12 +19,10 @@ if __package__ in (None, ""):  # run as a script: import the repo's packages, no
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from core.entry import App, run_app  # noqa: E402
-from core.logs import setup_logging  # noqa: E402
 from train.config import SFTAppConfig, preflight  # noqa: E402
 
 
 def train(app: SFTAppConfig, resolved: dict[str, Any]) -> None:
-    setup_logging()
     import torch
 
     # DeepSpeed warns on every rank when it falls back to CPU by auto-detection: name the CPU.
