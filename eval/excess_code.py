@@ -93,14 +93,22 @@ class CoverageReport:
         return lines
 
     @classmethod
-    def from_result(cls, result: ExecutionResult) -> CoverageReport:
-        """The coverage a sandboxed run measured; CoverageError when it has none."""
+    def from_result(cls, result: ExecutionResult, file_lines: int) -> CoverageReport:
+        """The coverage a sandboxed run measured of a ``file_lines``-line file; CoverageError when
+        it has none or sent numbers that cannot be coverage (the run wrote them: it can lie
+        about its own lines, not make us count a trillion)."""
         if not result.passed:
             raise CoverageError(f"the program did not pass under coverage ({result.status}): {result.detail}")
         measured = result.coverage or {"error": "the run measured no coverage"}
         if "error" in measured:
             raise CoverageError(str(measured["error"]))
-        return cls(sorted(measured["statements"]), sorted(measured["missing"]), sorted(measured["excluded"]))
+        statements, missing, excluded = (set(measured[k]) for k in ("statements", "missing", "excluded"))
+        in_file = all(1 <= n <= file_lines for n in statements | excluded)
+        if not (in_file and missing <= statements and not excluded & statements):
+            raise CoverageError(
+                "the run sent inconsistent coverage (lines outside the file or not statements)"
+            )
+        return cls(sorted(statements), sorted(missing), sorted(excluded))
 
 
 def coverage_reports(
@@ -108,9 +116,10 @@ def coverage_reports(
 ) -> list[CoverageReport | CoverageError]:
     """Measure each (completion, tests) pair in the sandbox, in parallel; results in job order."""
     reports: list[CoverageReport | CoverageError] = []
-    for result in sandbox.run_many(jobs, limits=limits, coverage=True):
+    results = sandbox.run_many(jobs, limits=limits, coverage=True)
+    for (completion, tests), result in zip(jobs, results, strict=True):
         try:
-            reports.append(CoverageReport.from_result(result))
+            reports.append(CoverageReport.from_result(result, len((completion + "\n" + tests).splitlines())))
         except CoverageError as err:
             reports.append(err)
     return reports

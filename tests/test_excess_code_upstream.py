@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from core.benchmarks import FIXTURES
 from eval.excess_code import (
     COVERAGERC,
     coverage_reports,
@@ -30,7 +31,6 @@ from eval.excess_code import (
 )
 from eval.sandbox import make_sandbox
 
-FIXTURES = Path(__file__).resolve().parent.parent / "eval" / "benchmarks" / "fixtures.jsonl"
 DEAD_CODE = "\n\ndef _unused_helper(values):\n    total = 0\n\n    for v in values:\n        total += v\n    return total\n"
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from eval.sandbox import SandboxLimits, bwrap_available, make_sandbox
+from eval.sandbox.confine import landlock_abi
 
 REPO = Path(__file__).resolve().parent.parent
 LIMITS = SandboxLimits(timeout_s=2.0, memory_mb=512, max_output_bytes=100_000, max_processes=64, disk_mb=64)
@@ -156,7 +157,7 @@ def test_printed_pass_markers_and_fd_spraying(sandbox, marker):
     program = (
         "import os\n"
         "print('PASSED\\nOK\\nAll tests passed\\n1 passed, 0 failed\\n__SANDBOX_PASS__', flush=True)\n"
-        "for fd in [*range(3, 11), *map(int, os.listdir('/proc/self/fd'))]:\n"
+        "for fd in range(3, 256):\n"
         "    try:\n"
         "        os.write(fd, os.urandom(16).hex().encode())\n"
         "    except OSError:\n"
@@ -192,8 +193,8 @@ def test_stopping_the_parent(sandbox, marker):
 
 def test_server_is_out_of_reach(sandbox, marker):
     """The server holds the nonce's pipes: its memory, descriptors and environment stay closed."""
-    if sandbox.backend != "bwrap":
-        pytest.skip("the local backend does not protect its server (the same user may ptrace it)")
+    if sandbox.backend != "bwrap" and not landlock_abi():
+        pytest.skip("without Landlock the local backend does not keep /proc closed")
     program = (
         "import ctypes, os\n"
         "def attempt(what, action):\n"
@@ -202,13 +203,14 @@ def test_server_is_out_of_reach(sandbox, marker):
         "        print('OPEN', what)\n"
         "    except OSError as exc:\n"
         "        print('denied', what, exc.errno)\n"
-        "attempt('mem', lambda: open('/proc/1/mem', 'rb').read(1))\n"
-        "attempt('environ', lambda: open('/proc/1/environ', 'rb').read())\n"
-        "for fd in os.listdir('/proc/1/fd'):\n"
-        "    attempt(f'fd {fd}', lambda: os.open(f'/proc/1/fd/{fd}', os.O_RDONLY | os.O_NONBLOCK))\n"
+        "server = os.getppid()\n"
+        "attempt('mem', lambda: open(f'/proc/{server}/mem', 'rb').read(1))\n"
+        "attempt('environ', lambda: open(f'/proc/{server}/environ', 'rb').read())\n"
+        "for fd in range(64):\n"
+        "    attempt(f'fd {fd}', lambda: os.open(f'/proc/{server}/fd/{fd}', os.O_RDONLY | os.O_NONBLOCK))\n"
         "libc = ctypes.CDLL(None, use_errno=True)\n"
         "def ptrace_attach():\n"
-        "    if libc.ptrace(16, 1, 0, 0) != 0:  # PTRACE_ATTACH\n"
+        "    if libc.ptrace(16, server, 0, 0) != 0:  # PTRACE_ATTACH\n"
         "        raise OSError(ctypes.get_errno(), 'ptrace')\n"
         "attempt('ptrace', ptrace_attach)\n"
     )
@@ -234,9 +236,9 @@ def test_writes_outside_the_work_folder(sandbox, marker, tmp_path):
         for target in targets:
             target.unlink(missing_ok=True)
     assert result.status == "failed", result
-    if sandbox.backend == "bwrap":
-        assert written == [], f"bwrap let the program write {written}"
-    else:  # documented: the local backend does not protect the file system
+    if sandbox.backend == "bwrap" or landlock_abi():
+        assert written == [], f"the program wrote {written}"
+    else:  # documented: without Landlock the local backend does not protect the file system
         assert written == targets
 
 
@@ -572,3 +574,131 @@ def test_ordinary_programs_are_not_hindered(sandbox):
     assert result.passed, result
     measured = sandbox.run(program, tests, coverage=True)
     assert measured.passed and measured.coverage and measured.coverage["missing"] == [], measured
+
+
+needs_landlock = pytest.mark.skipif(not landlock_abi(), reason="no Landlock in this kernel")
+
+
+@needs_landlock
+def test_proc_stays_closed_by_any_route(sandbox, marker):
+    """dir_fd, a symlink in the work folder, a thread flipping it: the kernel refuses them all."""
+    program = (
+        "import os, threading\n"
+        "def attempt(what, action):\n"
+        "    try:\n"
+        "        os.close(action())\n"
+        "        print('OPENED', what)\n"
+        "    except OSError as exc:\n"
+        "        print('refused', what, exc.errno)\n"
+        "attempt('/ as dir_fd', lambda: os.open('proc/self/mem', os.O_RDONLY, dir_fd=os.open('/', os.O_RDONLY)))\n"
+        "attempt('/proc as dir_fd', lambda: os.open('self/maps', os.O_RDONLY, dir_fd=os.open('/proc', os.O_RDONLY)))\n"
+        "os.symlink('/proc/self/mem', 'mem')\n"
+        "attempt('symlink', lambda: os.open('mem', os.O_RDONLY))\n"
+        "open('benign', 'w').write('x')\n"
+        "stop = False\n"
+        "def flip():\n"
+        "    while not stop:\n"
+        "        for target in ('benign', '/proc/self/maps'):\n"
+        "            try:\n"
+        "                os.symlink(target, 'flip.tmp'); os.replace('flip.tmp', 'flip')\n"
+        "            except OSError:\n"
+        "                pass\n"
+        "threading.Thread(target=flip, daemon=True).start()\n"
+        "opened = 0\n"
+        "for _ in range(3000):\n"
+        "    try:\n"
+        "        with open('flip') as f:\n"
+        "            opened += f.read(3) != 'x'\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "stop = True\n"
+        "print('maps read through the race:', opened)\n"
+    )
+    result = run_hostile(sandbox, marker, program, tests="assert False\n")
+    assert "OPENED" not in result.stdout and result.stdout.count("refused") == 3, result.stdout
+    assert "maps read through the race: 0" in result.stdout, result.stdout
+
+
+def test_proc_sys_is_read_only(sandbox, marker):
+    """Writes to /proc/sys would change the whole machine (core_pattern runs a program as root)."""
+    if sandbox.backend != "bwrap" and not landlock_abi():
+        pytest.skip("without Landlock the local backend runs as its user, whatever that may write")
+    program = (
+        "import os\n"
+        "for knob in ('kernel/hostname', 'kernel/core_pattern', 'vm/drop_caches'):\n"
+        "    try:\n"
+        "        os.close(os.open('/proc/sys/' + knob, os.O_WRONLY))\n"
+        "        print('WRITABLE', knob)\n"
+        "    except OSError as exc:\n"
+        "        print('refused', knob, exc.errno)\n"
+    )
+    result = run_hostile(sandbox, marker, program, tests="assert False\n")
+    assert "WRITABLE" not in result.stdout and result.stdout.count("refused") == 3, result.stdout
+
+
+def test_server_socket_cannot_be_borrowed(sandbox, marker):
+    """pidfd_getfd on the server (root's CAP_SYS_PTRACE would beat its non-dumpable flag: runs drop it)."""
+    program = (
+        "import ctypes, json, os, signal, socket, struct\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "libc.syscall.restype = ctypes.c_long\n"
+        "reply = json.dumps({'status': 'passed', 'exit_code': 0, 'stdout': '', 'stderr': '',\n"
+        "                    'duration_s': 0.0, 'detail': '', 'restart': False}).encode()\n"
+        "frame = struct.pack('>I', len(reply)) + reply\n"
+        "server = os.getppid()\n"
+        "pidfd = os.pidfd_open(server)\n"
+        "borrowed = 0\n"
+        "for fd in range(64):\n"
+        "    mine = libc.syscall(438, pidfd, fd, 0)\n"  # pidfd_getfd
+        "    if mine >= 0:\n"
+        "        borrowed += 1\n"
+        "        try:\n"
+        "            os.write(mine, frame)\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "print('borrowed', borrowed)\n"
+    )
+    result = run_hostile(sandbox, marker, program, tests="assert False\n")
+    assert result.status == "failed" and "borrowed 0" in result.stdout, result
+
+
+def test_thousands_of_nested_folders(sandbox, marker):
+    """The clean-up after the run must not recurse (RecursionError) and the worker must go on."""
+    program = "import os\nfor _ in range(1500):\n    os.mkdir('a')\n    os.chdir('a')\n"
+    result = run_hostile(sandbox, marker, program, tests="assert False\n")
+    assert result.status == "failed", result
+
+
+def test_keyrings_are_cleared(single_worker):
+    add = (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "for keyring in (-4, -5):\n"  # user, user-session
+        "    print(libc.add_key(b'user', b'efx-left', b'secret', 6, keyring))\n"
+    )
+    find = (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "found = [k for k in (-4, -5) if libc.syscall(250, 10, k, b'user', b'efx-left', 0) >= 0]\n"  # KEYCTL_SEARCH
+    )
+    left = single_worker.run(add, "")
+    found = single_worker.run(find, "assert not found, found\n")
+    assert found.passed, (left.stdout, found.detail)
+
+
+def test_forged_coverage_is_refused(sandbox):
+    """A passing program writes its own 'coverage' to the data pipe: lines outside its file must
+    not make the evaluator expand a trillion-line range."""
+    from eval.excess_code import CoverageError, coverage_of
+
+    program = (
+        "import os, stat\n"
+        "for fd in range(3, 64):\n"
+        "    try:\n"
+        "        if stat.S_ISFIFO(os.fstat(fd).st_mode):\n"
+        '            os.write(fd, b\'{"statements": [1, 1000000000000], "excluded": [], "missing": [1, 1000000000000]}\')\n'
+        "    except OSError:\n"
+        "        pass\n"
+    )
+    with pytest.raises(CoverageError):
+        coverage_of(program, "assert True\n", sandbox, LIMITS)

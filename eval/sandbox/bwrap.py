@@ -27,6 +27,10 @@ from eval.sandbox.worker import HARNESS, Profile, SandboxUnavailable, ServerSpec
 WORK_DIR = "/tmp/work"
 # What compilers, interpreters and their libraries need; /etc for the dynamic linker, alternatives, certificates.
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys")
+# What a Python run may open besides SYSTEM_PATHS and the interpreter (Landlock, see confine.py):
+# /dev for reading (urandom), these devices for writing, and /proc's global files, not a process's own.
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full")
+PROC_GLOBAL = ("/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/loadavg", "/proc/version", "/proc/sys")
 # Readable by root on the host, needed by no test: an empty file or folder stands in their place.
 MASKED_PATHS = (
     "/etc/shadow",
@@ -74,7 +78,7 @@ def bwrap_argv(binary: str, profile: Profile, userns: bool = True) -> list[str]:
             argv += ["--tmpfs", path, "--remount-ro", path]
         elif os.path.lexists(path):
             argv += ["--ro-bind", "/dev/null", path]
-    argv += ["--proc", "/proc", "--dev", "/dev"]
+    argv += ["--proc", "/proc", "--remount-ro", "/proc", "--dev", "/dev"]  # /proc/sys is the host's
     argv += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp", "--dir", WORK_DIR]
     argv += ["--perms", "1777", "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
     for path in interpreter_paths():  # the interpreter, its environment and the harness, read-only
@@ -104,6 +108,11 @@ def interpreter_paths() -> list[str]:
     return sorted(set(inside), key=len)
 
 
+def readable_paths() -> list[str]:
+    """What a Python run may read (and execute) under Landlock, on either backend."""
+    return [*SYSTEM_PATHS, *interpreter_paths(), "/dev", *PROC_GLOBAL]
+
+
 def _under(path: str, roots: tuple[str, ...]) -> bool:
     real_roots = {os.path.realpath(r) for r in roots} | set(roots)
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in real_roots)
@@ -128,6 +137,8 @@ class BwrapLauncher:
             "nproc_base": 2,
             "unshare_net": False,  # bwrap already did, unless the profile allows the network
             "coverage": profile.coverage,
+            "read": readable_paths(),
+            "write": ["/tmp", "/dev/shm", *DEVICES],
         }
         argv = [*bwrap_argv(self._binary, profile, self._userns), "--", sys.executable, "-I", HARNESS]
         argv.append(json.dumps(config))

@@ -59,6 +59,7 @@ _DATA_CAP = 1 << 20  # the data pipe carries the coverage of one program
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
 CLONE_NEWNET, CLONE_NEWIPC = 0x40000000, 0x08000000
 IPC_RMID = 0
+KEYCTL_CLEAR, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = 7, -4, -5
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 # Stdlib modules most generated programs import; the server imports them once. random
@@ -178,6 +179,8 @@ class Server:
         if "numpy" in sys.modules:  # a forked child must not replay the server's random stream
             os.register_at_fork(after_in_child=sys.modules["numpy"].random.seed)
         self.coverage = _prepared_coverage(self.work_dir) if config.get("coverage") else None
+        self.confine = _import_sibling("confine")
+        self.ruleset = self.confine.build_ruleset(config.get("read", ()), config.get("write", ()))
         gc.freeze()  # keeps the children's garbage collector off the shared pages (fewer copy-on-write faults)
         # RLIMIT_AS counts what the preloaded modules reserved (numpy: ~120 MB): memory_mb is on top of it.
         self.base_vm = _address_space()
@@ -252,7 +255,8 @@ class Server:
             self._empty_scratch()
             if self.own_ipc:
                 _remove_sysv_ipc(self.libc)
-        except OSError as exc:  # e.g. a folder nested too deep to delete: a fresh worker is cheaper
+            _clear_keyrings(self.libc)
+        except OSError as exc:  # e.g. a folder the run made undeletable: a fresh worker is cheaper
             restart, detail = True, f"{detail} (scratch cleanup failed: {exc}; worker restarts)".strip()
         result = {
             "status": status,
@@ -388,10 +392,16 @@ class Server:
             os.dup2(pipes["stdout"][1], 1)
             os.dup2(pipes["stderr"][1], 2)
             report_fd, key_fd, data_fd = pipes["report"][1], pipes["key"][0], pipes["data"][1]
-            _close_fds_except({report_fd, key_fd, data_fd})
+            keep = {report_fd, key_fd, data_fd} | ({self.ruleset} if self.ruleset is not None else set())
+            _close_fds_except(keep)
             _set_rlimits(job["limits"], self.nproc_base, self.base_vm)
             os.chdir(self.work_dir)
+            if os.geteuid() == 0:  # no borrowing the server's descriptors, no ptrace, no DAC override
+                self.confine.drop_capabilities()
             if job["kind"] == "python":
+                if self.ruleset is not None:  # the nonce lives in this process: no /proc/self/mem
+                    self.confine.restrict(self.ruleset)
+                    os.close(self.ruleset)
                 source = job["program"] + "\n" + job["tests"]
                 main_path = os.path.join(self.work_dir, "main.py")
                 collector = self.coverage if job.get("coverage") else None
@@ -476,6 +486,17 @@ def _install_guard(denied: frozenset[str], private_proc: re.Pattern) -> None:
                 raise error(f"opening {path!r} is not allowed in the sandbox")
 
     sys.addaudithook(guard)
+
+
+def _import_sibling(name: str) -> types.ModuleType:
+    """A stdlib-only module next to this file (this file runs as a script, outside the package);
+    the folder leaves sys.path again, so that programs cannot import our modules by accident."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, here)
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(here)
 
 
 def _prepared_coverage(work_dir: str):
@@ -625,11 +646,19 @@ def _parse_coverage(data: bytes) -> dict:
     try:
         measured = json.loads(data)
         lines = {key: measured[key] for key in ("statements", "excluded", "missing")}
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, RecursionError):  # RecursionError: "[[[[..."
         lines = {}
     if lines and all(isinstance(v, list) and all(type(n) is int for n in v) for v in lines.values()):
         return lines
     return {"error": "the run passed but sent no readable coverage"}
+
+
+def _clear_keyrings(libc: ctypes.CDLL) -> None:
+    """Empty the user and user-session keyrings, which outlive the run that filled them."""
+    keyctl = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
+    if keyctl is not None:
+        for keyring in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
+            libc.syscall(keyctl, KEYCTL_CLEAR, keyring)
 
 
 def _remove_sysv_ipc(libc: ctypes.CDLL) -> None:
@@ -691,19 +720,25 @@ def _write_file(path: str, text: str) -> None:
 
 
 def _empty_dir(path: str, keep: frozenset[str] = frozenset()) -> None:
-    """Delete everything inside ``path``, including folders the program made unreadable,
-    except the read-only binds in ``keep`` (and the folders that lead to them)."""
-    with os.scandir(path) as entries:
-        for entry in list(entries):
-            if entry.path in keep:
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                os.chmod(entry.path, 0o700)
-                _empty_dir(entry.path, keep)
-                if not any(k.startswith(entry.path + "/") for k in keep):
-                    os.rmdir(entry.path)
-            else:
-                os.unlink(entry.path)
+    """Delete everything inside ``path``, including folders the program made unreadable or nested
+    thousands deep (iteratively: no recursion limit), except the read-only binds in ``keep``
+    (and the folders that lead to them)."""
+    pending, emptied = [path], []
+    while pending:
+        folder = pending.pop()
+        emptied.append(folder)
+        with os.scandir(folder) as entries:
+            for entry in list(entries):
+                if entry.path in keep:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    os.chmod(entry.path, 0o700)
+                    pending.append(entry.path)
+                else:
+                    os.unlink(entry.path)
+    for folder in reversed(emptied[1:]):  # deepest first
+        if not any(k.startswith(folder + "/") for k in keep):
+            os.rmdir(folder)
 
 
 def main() -> None:

@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 
+from eval.sandbox.bwrap import DEVICES, readable_paths
+from eval.sandbox.confine import landlock_abi
 from eval.sandbox.worker import HARNESS, Profile, ServerSpec, sandbox_env
 
 logger = logging.getLogger(__name__)
@@ -32,11 +34,11 @@ class LocalLauncher:
     backend = "local"
 
     def __init__(self) -> None:
-        if os.geteuid() == 0:
+        if os.geteuid() == 0 and not landlock_abi():
             logger.warning(
                 "the local sandbox backend runs untrusted programs as root without a file-system "
-                "namespace: they can read, change or kill anything on this machine; install "
-                "bubblewrap and use backend='bwrap'"
+                "namespace or Landlock: they can read, change or kill anything on this machine; "
+                "install bubblewrap and use backend='bwrap'"
             )
 
     def spec(self, profile: Profile) -> ServerSpec:
@@ -50,6 +52,8 @@ class LocalLauncher:
             "unshare_net": not profile.network,
             "unshare_ipc": True,
             "coverage": profile.coverage,
+            "read": readable_paths(),
+            "write": [root, "/dev/shm", *DEVICES],
         }
         argv = [sys.executable, "-I", HARNESS, json.dumps(config)]
         return ServerSpec(argv, sandbox_env(home=work_dir, tmp=work_dir), host_dir=root)

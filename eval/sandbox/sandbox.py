@@ -9,6 +9,7 @@ from typing import Protocol
 
 from eval.sandbox import cgroup
 from eval.sandbox.bwrap import BwrapLauncher, bwrap_available
+from eval.sandbox.confine import landlock_abi
 from eval.sandbox.limits import SandboxLimits
 from eval.sandbox.local import LocalLauncher, can_unshare_network
 from eval.sandbox.pool import WorkerPool
@@ -178,14 +179,19 @@ class ForkServerSandbox:
         else:
             cleanup, files = (
                 "subreaper server kills descendants",
-                "NOT isolated: writes wherever the user can",
+                "no namespace: commands write wherever the user can (Python runs: see confinement)",
             )
+        abi = landlock_abi()
+        confinement = f"Landlock ABI {abi}: Python runs open only system, interpreter and scratch folders"
         return {
             "processes": processes,
             "memory": memory,
             "network": network,
             "cleanup": cleanup,
             "filesystem": files,
+            "confinement": confinement
+            if abi
+            else "none (no Landlock in this kernel): audit-hook path checks only",
         }
 
     def close(self) -> None:

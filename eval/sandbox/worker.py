@@ -190,7 +190,7 @@ class Worker:
         if self._cgroup:
             self._cgroup.kill_all()
         if self._spec and self._spec.host_dir:
-            shutil.rmtree(self._spec.host_dir, ignore_errors=True)
+            _remove_tree(self._spec.host_dir)
         self._proc = self._spec = self._stderr = self._channel = None
         return code
 
@@ -203,6 +203,14 @@ class Worker:
     def _server_stderr(self) -> str:
         self._stderr.seek(0)
         return self._stderr.read()[-2000:].decode("utf-8", errors="replace").strip()
+
+
+def _remove_tree(path: str) -> None:
+    """Delete a local server's folder, however deep a program nested it (rm needs no recursion limit)."""
+    try:
+        shutil.rmtree(path, ignore_errors=True)
+    except RecursionError:
+        subprocess.run(["rm", "-rf", "--", path], check=False)
 
 
 def _to_result(reply: dict) -> ExecutionResult:
