@@ -1,10 +1,14 @@
-"""The README's main job, shortened: scripts/quickstart.sh from mining to the results table."""
+"""The README's main job, shortened: scripts/quickstart.sh from mining to the results table,
+on a fresh clone with the hub offline and nothing beside the clone (no ../shared)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from conftest import REPO
@@ -12,21 +16,70 @@ from conftest import REPO
 pytestmark = pytest.mark.slow
 
 
-def test_quickstart_runs_end_to_end(tmp_path):
-    env = {**os.environ, "QUICKSTART_FAST": "1", "QUICKSTART_DIR": str(tmp_path)}
+def _git(*args: str, cwd: Path) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def _fresh_clone(dest: Path) -> Path:
+    """A `git clone` of this repository (its history is what the quickstart mines), with the
+    working tree's tracked files copied over it, so uncommitted changes are what runs."""
+    _git("clone", "--quiet", "--no-hardlinks", str(REPO), str(dest), cwd=REPO)
+    for name in _git("ls-files", "-z", cwd=REPO).split("\0"):
+        src = REPO / name
+        if name and src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+@pytest.mark.skipif(
+    shutil.which("git") is None or not (REPO / ".git").exists(), reason="needs git and a git checkout"
+)
+def test_quickstart_runs_offline_on_a_fresh_clone(tmp_path):
+    clone = _fresh_clone(tmp_path / "clone" / "editforge")
+    assert not (clone.parent / "shared").exists()
+    assert "shared" not in (clone / "scripts" / "quickstart.sh").read_text()
+    out = tmp_path / "out"
+    bin_dir = str(Path(sys.executable).parent)
+    env = {
+        **os.environ,
+        "QUICKSTART_FAST": "1",
+        "QUICKSTART_DIR": str(out),
+        # This interpreter and its packages, the clone's code first (the editable install points here).
+        "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
+        "VIRTUAL_ENV": sys.prefix,
+        "PYTHONPATH": str(clone),
+        # The hub offline and an empty cache: nothing may come from a download.
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "HF_HOME": str(tmp_path / "hf-home"),
+    }
     proc = subprocess.run(
-        ["bash", str(REPO / "scripts" / "quickstart.sh")],
-        cwd=REPO,
+        ["bash", "scripts/quickstart.sh"],
+        cwd=clone,
         env=env,
         capture_output=True,
         text=True,
         timeout=1500,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
-    manifest = json.loads((tmp_path / "data" / "manifest.json").read_text())
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+    manifest = json.loads((out / "data" / "manifest.json").read_text())
     assert manifest["input"] == manifest["kept"] + sum(manifest["dropped"].values())
-    assert (tmp_path / "model" / "final" / "model.safetensors").exists()
+    final = out / "model" / "final"
+    assert (final / "model.safetensors").exists()
     for name in ("eval-fixtures", "eval-humanevalfix"):
-        results = json.loads((tmp_path / name / "results.json").read_text())
+        results = json.loads((out / name / "results.json").read_text())
         assert all(0.0 <= m["pass@1"] <= 1.0 for m in results["metrics"].values())
-    assert "| tiny |" in proc.stdout
+    hef = json.loads((out / "eval-humanevalfix" / "results.json").read_text())
+    assert hef["metrics"]["python"]["problems"] == 8  # QUICKSTART_FAST's sample of the shipped copy
+
+    # The results table closes the run; every skipped step said so in one line.
+    tail = proc.stdout[proc.stdout.index("== Results") :]
+    assert "| tiny | descriptive |" in tail and "| tiny | lazy |" in tail and "| tiny | python |" in tail
+    assert [line for line in proc.stdout.splitlines() if line.startswith("-- skipped:")]
+    # The model card carries the data manifest and both evaluations.
+    card = (final / "README.md").read_text()
+    assert f"{manifest['kept']} rows kept of {manifest['input']}" in card
+    assert "| fixtures | descriptive |" in card and "| humanevalfix | python |" in card

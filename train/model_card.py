@@ -178,13 +178,14 @@ def _evaluation(evals: dict[str, Any], final: Path) -> list[str]:
             f"python -m train.model_card {final} --results OUT/results.json",
             "```",
         ]
-    lines = ["| benchmark | split | " + " | ".join(_EVAL_METRICS) + " |"]
+    names = [f"{m} (%)" if m.startswith("pass@") else m for m in _EVAL_METRICS]
+    lines = ["| benchmark | split | " + " | ".join(names) + " |"]
     lines.append("| --- | --- |" + " --- |" * len(_EVAL_METRICS))
     for benchmark, entry in evals.items():
         for split, metrics in entry["metrics"].items():
             cells = [_cell(name, metrics.get(name)) for name in _EVAL_METRICS]
             lines.append(f"| {benchmark} | {split} | " + " | ".join(cells) + " |")
-    lines += ["", "pass@k in percent; ExcessCode as CanItEdit's `pass_k.py` computes it (lower is better)."]
+    lines += ["", "ExcessCode as CanItEdit's `pass_k.py` computes it (lower is better)."]
     return lines
 
 
