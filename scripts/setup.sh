@@ -96,7 +96,7 @@ if [ "$torch_kind" = cpu ]; then
 else
     pip install --quiet "torch==$TORCH_VERSION" "${index[@]}"
 fi
-python - "$torch_kind" <<'EOF'
+python -W ignore::UserWarning - "$torch_kind" <<'EOF'  # numpy arrives with editforge
 import sys
 
 import torch
