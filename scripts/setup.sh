@@ -15,9 +15,9 @@ torch_kind="" venv=.venv gpu_extra=0 system=1
 usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
-        --torch) torch_kind=${2:-}; shift 2 || { usage >&2; exit 2; } ;;
+        --torch) torch_kind=${2:-}; shift; [ $# -eq 0 ] || shift ;;
         --torch=*) torch_kind=${1#--torch=}; shift ;;
-        --venv) venv=${2:-}; shift 2 || { usage >&2; exit 2; } ;;
+        --venv) [ $# -ge 2 ] || { echo "setup.sh: --venv needs a folder" >&2; exit 2; }; venv=$2; shift 2 ;;
         --gpu) gpu_extra=1; shift ;;
         --no-system) system=0; shift ;;
         -h | --help) usage; exit 0 ;;
