@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parent.parent / "eval" / "benchmarks" / "fixtures.jsonl"
+from core.benchmarks import FIXTURES
+
 FIELDS = {
     "id": int,
     "name": str,
