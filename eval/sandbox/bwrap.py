@@ -28,8 +28,9 @@ WORK_DIR = "/tmp/work"
 # What compilers, interpreters and their libraries need; /etc for the dynamic linker, alternatives, certificates.
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys")
 # What a Python run may open besides SYSTEM_PATHS and the interpreter (Landlock, see confine.py):
-# /dev for reading (urandom), these devices for writing, and /proc's global files, not a process's own.
+# the random devices for reading, these for writing, and /proc's global files, not a process's own.
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full")
+RANDOM_DEVICES = ("/dev/random", "/dev/urandom")
 PROC_GLOBAL = ("/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/loadavg", "/proc/version", "/proc/sys")
 # Readable by root on the host, needed by no test: an empty file or folder stands in their place.
 MASKED_PATHS = (
@@ -110,7 +111,7 @@ def interpreter_paths() -> list[str]:
 
 def readable_paths() -> list[str]:
     """What a Python run may read (and execute) under Landlock, on either backend."""
-    return [*SYSTEM_PATHS, *interpreter_paths(), "/dev", *PROC_GLOBAL]
+    return [*SYSTEM_PATHS, *interpreter_paths(), *RANDOM_DEVICES, *PROC_GLOBAL]
 
 
 def _under(path: str, roots: tuple[str, ...]) -> bool:

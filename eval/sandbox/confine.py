@@ -4,9 +4,10 @@ Path checks in Python (the harness's audit hook) can be sidestepped: ``os.open``
 ``dir_fd``, a symlink flipped by a thread between the check and the open. Landlock (Linux
 5.13+) makes the kernel itself refuse every open outside the allowed folders, whatever the
 route, for the process and everything it starts. A Python run may then read and execute only
-the system and interpreter folders, write only its scratch folders, and open nothing of its
-own or another process under /proc but a few global files: not ``/proc/self/mem``, ``maps``
-or ``fd``. Where the kernel lacks Landlock, ``build_ruleset`` returns None and the run goes on
+the system and interpreter folders, write only its scratch folders, use only a few devices
+(no ioctl on others), open nothing under /proc but a few global files (not
+``/proc/self/mem``, ``maps`` or ``fd``), and, from ABI 6, signal or reach abstract sockets of
+no process outside its own run (the server included). Where the kernel lacks Landlock, ``build_ruleset`` returns None and the run goes on
 without it (``ForkServerSandbox.guards()`` says so).
 
 A run of a root server also drops every capability, so, like under bwrap, it cannot borrow the
@@ -31,9 +32,12 @@ LINUX_CAPABILITY_VERSION_3 = 0x20080522
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
 MAKE_REG, MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK, MAKE_SYM = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
-REFER, TRUNCATE = 1 << 13, 1 << 14  # ABI 2 and 3
+REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15  # ABI 2, 3 and 5
 ABI_1 = (1 << 13) - 1
-FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE  # the only rights a rule on a file may carry
+# the only rights a rule on a file may carry
+FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
+# ABI 6: no signals to, and no abstract unix sockets of, processes outside the confined run
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 READ = EXECUTE | READ_FILE | READ_DIR
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -41,7 +45,11 @@ _libc.syscall.restype = ctypes.c_long
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),  # ABI 4; left 0: the network is a namespace's job
+        ("scoped", ctypes.c_uint64),  # ABI 6
+    ]
 
 
 class _PathBeneath(ctypes.Structure):
@@ -64,9 +72,13 @@ def build_ruleset(read: Iterable[str], write: Iterable[str]) -> int | None:
     abi = landlock_abi()
     if abi < 1:
         return None
-    handled = ABI_1 | (REFER if abi >= 2 else 0) | (TRUNCATE if abi >= 3 else 0)
-    attr = _RulesetAttr(handled)
-    ruleset = _libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(attr), 0)
+    handled = (
+        ABI_1 | (REFER if abi >= 2 else 0) | (TRUNCATE if abi >= 3 else 0) | (IOCTL_DEV if abi >= 5 else 0)
+    )
+    scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0
+    attr = _RulesetAttr(handled, 0, scoped)
+    size = ctypes.sizeof(attr) if abi >= 6 else 8  # older kernels know only the first field
+    ruleset = _libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), size, 0)
     if ruleset < 0:
         return None
     for paths, rights in ((read, READ), (write, handled)):

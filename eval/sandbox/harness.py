@@ -90,7 +90,7 @@ DENIED_EVENTS = frozenset(
 # (and the process folders themselves, which would serve as a dir_fd to reach them)
 PRIVATE_PROC = re.compile(
     r"^/proc/(?:[^/]+/)*(?:fd|fdinfo|mem|map_files|maps|smaps|pagemap|environ|root|cwd)(?:/|$)"
-    r"|^/proc/[^/]+(?:/task(?:/[^/]+)?)?/?$"
+    r"|^/proc/(?:\d+|self|thread-self)(?:/task(?:/[^/]+)?)?/?$"
 )
 
 
@@ -374,6 +374,8 @@ class Server:
     def _empty_scratch(self) -> None:
         for path, mode in self.scratch.items():
             os.chmod(path, mode)
+            for name in os.listxattr(path):  # a run's extended attributes would reach the next one
+                os.removexattr(path, name)
             _empty_dir(path, self.keep)
         os.makedirs(self.work_dir, exist_ok=True)
 

@@ -34,11 +34,17 @@ class LocalLauncher:
     backend = "local"
 
     def __init__(self) -> None:
-        if os.geteuid() == 0 and not landlock_abi():
+        if os.geteuid() == 0:
+            confined = (
+                "Landlock keeps Python runs' opens to the system and work folders, but "
+                if landlock_abi()
+                else ""
+            )
             logger.warning(
-                "the local sandbox backend runs untrusted programs as root without a file-system "
-                "namespace or Landlock: they can read, change or kill anything on this machine; "
-                "install bubblewrap and use backend='bwrap'"
+                "the local sandbox backend runs untrusted programs as root (without capabilities) "
+                f"and without a file-system namespace: {confined}they can read what root reads, "
+                "change permissions of root's files and reach unix sockets; install bubblewrap and "
+                "use backend='bwrap'"
             )
 
     def spec(self, profile: Profile) -> ServerSpec:
