@@ -15,9 +15,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 pytestmark = pytest.mark.slow
 
 
-def _torchrun(out: Path, *overrides: str) -> subprocess.CompletedProcess:
+def _torchrun(out: Path, *overrides: str, **extra_env: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
-    env.update(WANDB_SILENT="true", OMP_NUM_THREADS="1")
+    env.update(WANDB_SILENT="true", OMP_NUM_THREADS="1", **extra_env)
     proc = subprocess.run(
         [
             *torchrun_cmd(2),
@@ -71,7 +71,10 @@ def test_tiny_recipe_trains_under_two_processes_with_offline_wandb(tmp_path):
 
 def test_tiny_recipe_trains_under_deepspeed_zero3(tmp_path):
     out = tmp_path / "zero3"
-    proc = _torchrun(out, "deepspeed=zero3", "run.max_steps=12", "run.report_to=none")
+    # transformers says so at INFO, which the entry point silences unless asked
+    proc = _torchrun(
+        out, "deepspeed=zero3", "run.max_steps=12", "run.report_to=none", TRANSFORMERS_VERBOSITY="info"
+    )
     assert "Detected DeepSpeed ZeRO-3" in proc.stdout + proc.stderr  # the model was partitioned while built
     losses = _losses(out)
     assert losses[-1] < losses[0]
