@@ -6,7 +6,7 @@
 #   QUICKSTART_FAST=1 bash scripts/quickstart.sh   # the shortened run the tests drive
 # QUICKSTART_DIR sets the output folder (default runs/quickstart). Uses ./.venv when it exists.
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/.." && pwd -P)
 work=${QUICKSTART_DIR:-$repo/runs/quickstart}
 cd "$repo"
 if [ -z "${VIRTUAL_ENV:-}" ] && [ -x "$repo/.venv/bin/python" ]; then
@@ -29,7 +29,7 @@ rm -rf "$work/eval-fixtures" "$work/eval-humanevalfix"  # a re-run evaluates the
 
 echo "== 1/4 Mine this repository's git history, filter, dedup, decontaminate"
 mined=""
-if git -C "$repo" rev-parse --git-dir >/dev/null 2>&1; then
+if [ "$(git -C "$repo" rev-parse --show-toplevel 2>/dev/null)" = "$repo" ]; then
     notice "decontamination against CanItEdit (on the hub only); checking the fixtures and HumanEvalFix"
     python -m data_pipeline.build pipeline=commits2023ft source=git "source.repos=[$repo]" \
         "out=$work/data" plots=false \
