@@ -43,7 +43,7 @@ from rich.table import Table
 
 from eval.sandbox import bwrap_available, make_sandbox
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "humanevalpack"
+DATA = Path(__file__).resolve().parents[1] / "core" / "data" / "humanevalpack"
 
 
 def load_problems(data_dir: Path) -> list[dict]:

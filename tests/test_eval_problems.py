@@ -11,7 +11,7 @@ from core.benchmarks import load_benchmark
 from core.problems import BenchmarkError
 from eval.samples import SampleStore
 
-HUMANEVALPACK = REPO.parent / "shared" / "data" / "humanevalpack"
+HUMANEVALPACK = REPO / "core" / "data" / "humanevalpack"  # shipped (MIT)
 
 
 def test_fixtures_load_with_two_splits():
@@ -38,7 +38,7 @@ def test_a_bad_canitedit_file_names_the_problem_and_field(tmp_path, change, mess
         load_benchmark("canitedit", str(path))
 
 
-@pytest.mark.skipif(not HUMANEVALPACK.is_dir(), reason="needs ../shared/data/humanevalpack")
+@pytest.mark.skipif(not HUMANEVALPACK.is_dir(), reason="needs core/data/humanevalpack")
 def test_humanevalfix_maps_into_the_contract():
     bench = load_benchmark("humanevalfix", str(HUMANEVALPACK), ["python", "js"])
     assert len(bench.problems) == 328 and bench.splits == ["python", "js"]

@@ -18,7 +18,7 @@ from conftest import REPO
 from eval.evaluation import EvalRun
 from eval.run import to_eval_config
 
-HUMANEVALPACK = REPO.parent / "shared" / "data" / "humanevalpack"
+HUMANEVALPACK = REPO / "core" / "data" / "humanevalpack"  # shipped (MIT)
 
 
 def compose_eval(overrides: list[str]):
@@ -141,7 +141,7 @@ def test_fixtures_check_themselves(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not HUMANEVALPACK.is_dir(), reason="needs ../shared/data/humanevalpack")
+@pytest.mark.skipif(not HUMANEVALPACK.is_dir(), reason="needs core/data/humanevalpack")
 @pytest.mark.parametrize("language, limit", [("cpp", 10), ("java", 10)])  # python, js: test_humanevalfix.py
 def test_humanevalfix_other_languages_check_themselves(tmp_path, language, limit):
     from eval.languages import available_languages

@@ -14,7 +14,7 @@ from core.benchmarks import load_benchmark
 from core.formats import FORMATS
 from eval.generate import build_requests
 
-pytestmark = pytest.mark.skipif(not HUMANEVALPACK.is_dir(), reason="needs ../shared/data/humanevalpack")
+pytestmark = pytest.mark.skipif(not HUMANEVALPACK.is_dir(), reason="needs core/data/humanevalpack")
 VARIANTS = ("fix", "fixtests", "fixdocs")
 
 
