@@ -37,23 +37,11 @@ from core.formats import FORMATS
 from eval.generate import build_requests
 from eval.generation import SamplingConfig
 from eval.generation.hf import HFGenerator
-from train.modeling import train_tiny_tokenizer
+from train.modeling import DEEPSEEK_CODER_1_3B, train_tiny_tokenizer
 from train.synthetic_edits import synthetic_edits
 
 SHAPES = {
-    # deepseek-ai/deepseek-coder-1.3b-base's config.json (its linear rope scaling changes no cost).
-    "deepseek-coder-1.3b": dict(
-        vocab_size=32256,
-        hidden_size=2048,
-        intermediate_size=5504,
-        num_hidden_layers=24,
-        num_attention_heads=16,
-        num_key_value_heads=16,
-        max_position_embeddings=16384,
-        rope_theta=100000.0,
-        rms_norm_eps=1e-6,
-        tie_word_embeddings=False,
-    ),
+    "deepseek-coder-1.3b": DEEPSEEK_CODER_1_3B,
     "small": dict(
         vocab_size=4096, hidden_size=256, intermediate_size=640, num_hidden_layers=4, num_attention_heads=4
     ),

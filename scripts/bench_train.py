@@ -48,22 +48,10 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, flash_attention_mask
 from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
 
+from train.modeling import DEEPSEEK_CODER_1_3B
 from train.packing import pack, packing_efficiency
 from train.trainer import detect_peak_tflops, flops_per_token
 
-# deepseek-ai/deepseek-coder-1.3b-base's config.json (its linear rope scaling changes no cost).
-DEEPSEEK_CODER_1_3B = dict(
-    vocab_size=32256,
-    hidden_size=2048,
-    intermediate_size=5504,
-    num_hidden_layers=24,
-    num_attention_heads=16,
-    num_key_value_heads=16,
-    max_position_embeddings=16384,
-    rope_theta=100000.0,
-    rms_norm_eps=1e-6,
-    tie_word_embeddings=False,
-)
 SMALL = dict(
     vocab_size=8192, hidden_size=256, intermediate_size=640, num_hidden_layers=4, num_attention_heads=4
 )

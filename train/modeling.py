@@ -23,6 +23,21 @@ TORCH_DTYPES = {DType.bf16: torch.bfloat16, DType.fp16: torch.float16, DType.fp3
 TINY_SPECIAL = {"bos_token": "<|begin|>", "eos_token": "<|end|>", "unk_token": "<|unk|>"}
 
 
+# deepseek-ai/deepseek-coder-1.3b-base's config.json (its linear rope scaling changes no cost).
+DEEPSEEK_CODER_1_3B = dict(
+    vocab_size=32256,
+    hidden_size=2048,
+    intermediate_size=5504,
+    num_hidden_layers=24,
+    num_attention_heads=16,
+    num_key_value_heads=16,
+    max_position_embeddings=16384,
+    rope_theta=100000.0,
+    rms_norm_eps=1e-6,
+    tie_word_embeddings=False,
+)
+
+
 def resolve_attn_implementation(requested: AttnImpl) -> str:
     """The attention kernel to load, or a ConfigError naming the fix when FA2 cannot run."""
     has_fa2 = importlib.util.find_spec("flash_attn") is not None
