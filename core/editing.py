@@ -1,0 +1,84 @@
+"""The model-editor contract: how an API update is put into a model (FT-L, LoRA, GRACE, a prompt).
+
+The API-update benchmark (`python -m eval.apiupdate_edit`) edits a model with the examples of
+one modified API, evaluates it, and either resets it (single regime) or edits on (successive
+regime). Editors are named by a dotted path (`package.module:Class`) in the `editor` config
+group, so the shipped ones live in `train/editors/` and another method (MEMIT, AlphaEdit, ...)
+plugs in from any package without evaluation importing it.
+
+An editor owns the model it edits: `model` is what generation uses now, `edit` changes it in
+place and accumulates over calls, `reset` returns it to the weights it was built with, and
+`notice` is the text prompt-based editors add to every instruction ("" for weight editors).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from core.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class EditExample:
+    """One edit example: the prompt as the model sees it, and the completion it should give.
+
+    `target` carries no EOS; editors that train append the tokenizer's EOS so the edited model
+    learns to stop.
+    """
+
+    prompt: str
+    target: str
+
+
+@dataclass(frozen=True)
+class APIUpdate:
+    """One modified API: its id (`math.sqrt/R1`), the update notice, and the edit examples."""
+
+    api_id: str
+    notice: str
+    examples: tuple[EditExample, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Editor(Protocol):
+    name: str
+    model: Any  # the (possibly wrapped) model to generate with now
+    tokenizer: Any
+
+    def edit(self, update: APIUpdate) -> dict[str, float]:
+        """Put `update` into the model, on top of earlier edits; returns figures for the report."""
+        ...
+
+    def notice(self) -> str:
+        """Text to add to every instruction from now on ("" for editors that change weights)."""
+        ...
+
+    def reset(self) -> None:
+        """Undo every edit: the model is again exactly the one the editor was built with."""
+        ...
+
+
+def load_editor(target: str, model: Any, tokenizer: Any, options: dict[str, Any] | None = None) -> Editor:
+    """Build the editor `target` names (`package.module:Class`) with its options.
+
+    A bad path or an option the class does not take is a ConfigError that names it.
+    """
+    module_name, _, class_name = target.partition(":")
+    if not module_name or not class_name:
+        raise ConfigError(f"editor.target={target!r}: write it as package.module:Class")
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError) as err:
+        raise ConfigError(f"editor.target={target!r} cannot be loaded: {err}") from err
+    try:
+        return cls(model, tokenizer, **(options or {}))
+    except TypeError as err:
+        raise ConfigError(f"editor {target}: {err}; check editor.options") from err
+
+
+def examples_of(updates: Sequence[APIUpdate]) -> list[EditExample]:
+    """Every edit example of `updates`, in order."""
+    return [example for update in updates for example in update.examples]

@@ -1,0 +1,331 @@
+"""The enforcing environment of the API-update benchmark; runs INSIDE the sandbox.
+
+Standard library only: `eval/apiupdate/enforce.py` embeds this file's source in every program
+it sends to the sandbox, followed by one call of `apiupdate_main(spec, candidate, tests, token)`.
+
+The candidate runs against a patched copy of the builtins (a dict) and module proxies (copies
+of the real modules' namespaces), handed to it through its own `__builtins__` and an import
+hook in that copy. The real builtins and modules are never touched: the tests run in a
+namespace of their own with the original semantics, calling the candidate's functions (whose
+globals are the candidate's namespace).
+
+One API is modified per program (`spec`): R1 rename (the old name is gone), S1 an added
+optional keyword, S2 an added required keyword (`errors`), S3 two positional parameters
+swapped, S4 the result wrapped in a strict result object (`.value`), or `none` (the
+unmodified API, counted). Calls are counted: `new` (the modified API called as its new
+signature allows), `old` (the old name, the old call form of S2, the old argument order of
+S3), `bad` (the new API called with arguments its signature rejects) and `mismatch` (an S4
+result used as the old return type). At the end, pass or fail, one line
+`@@apiupdate <token> <json>` goes to fd 1 with the counts and the exception that ended the
+run. The counts are a measurement, not a security boundary: the verdict is the sandbox's.
+"""
+
+import builtins
+import inspect
+import json
+import os
+import sys
+import types
+
+_write = os.write  # bound before the candidate runs: it may replace os.write or sys.stdout
+_REAL_IMPORT = builtins.__import__
+
+# Argument roles S3 tells apart (the old order is recognised when only it fits the roles).
+ROLES = {
+    "any": lambda v: True,
+    "callable": callable,
+    "callable_or_none": lambda v: v is None or callable(v),
+    "iterable": lambda v: not callable(v) and hasattr(v, "__iter__"),
+    "classinfo": lambda v: (
+        isinstance(v, type) or (isinstance(v, tuple) and all(isinstance(t, type) for t in v))
+    ),
+    "not_classinfo": lambda v: (
+        not (isinstance(v, type) or (isinstance(v, tuple) and v and all(isinstance(t, type) for t in v)))
+    ),
+}
+ERRORS_VALUES = ("raise", "return_none")
+# Every use of an S4 result except `.value` and repr() is the old return type's use.
+_RESULT_OPS = [
+    "__iter__",
+    "__len__",
+    "__bool__",
+    "__getitem__",
+    "__setitem__",
+    "__contains__",
+    "__add__",
+    "__radd__",
+    "__sub__",
+    "__rsub__",
+    "__mul__",
+    "__rmul__",
+    "__truediv__",
+    "__rtruediv__",
+    "__floordiv__",
+    "__rfloordiv__",
+    "__mod__",
+    "__rmod__",
+    "__pow__",
+    "__rpow__",
+    "__neg__",
+    "__pos__",
+    "__abs__",
+    "__invert__",
+    "__and__",
+    "__rand__",
+    "__or__",
+    "__ror__",
+    "__xor__",
+    "__rxor__",
+    "__lshift__",
+    "__rshift__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+    "__eq__",
+    "__ne__",
+    "__hash__",
+    "__int__",
+    "__float__",
+    "__index__",
+    "__round__",
+    "__str__",
+    "__format__",
+    "__reversed__",
+    "__next__",
+    "__call__",
+]
+
+
+def _signature(text):
+    namespace = {}
+    exec(f"def _api{text}:\n    pass\n", namespace)
+    return inspect.signature(namespace["_api"])
+
+
+class Environment:
+    """The modified API of `spec`, installed in a builtins copy and module proxies, with counters."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.counts = {"new": 0, "old": 0, "bad": 0, "mismatch": 0}
+        self.kind = spec["type"]
+        self.module_name, self.name = spec["module"], spec["name"]
+        self.new_name = spec.get("new_name") or self.name
+        self.display = (
+            f"{self.module_name}.{self.new_name}" if self.module_name != "builtins" else self.new_name
+        )
+        self.signature = _signature(spec["signature"])
+        self.old_signature = _signature(spec.get("old_signature") or spec["signature"])
+        real_module = sys.modules.get(self.module_name) or _REAL_IMPORT(self.module_name)
+        self.original = getattr(real_module, self.name)
+        self.result_type = self._result_type() if self.kind == "S4" else None
+        self.proxies = {}  # id(real module) -> proxy
+        self._build_proxies(real_module)
+        self.builtins = self._builtins_copy()
+
+    # ------------------------------------------------------------------ the modified callable
+    def modified(self):
+        env, kind, spec = self, self.kind, self.spec
+
+        def api(*args, **kwargs):
+            try:
+                env.signature.bind(*args, **kwargs)
+            except TypeError as err:
+                if kind == "S2" and spec["param"] not in kwargs and _binds(env.old_signature, args, kwargs):
+                    env.counts["old"] += 1
+                    raise TypeError(
+                        f"{env.display}() missing 1 required keyword-only argument: {spec['param']!r}"
+                    ) from None
+                env.counts["bad"] += 1
+                raise TypeError(f"{env.display}(): {err}") from None
+            if kind == "S3":
+                old, new = (spec["roles"], _swapped(spec["roles"], spec["swap"]))
+                if _fits(old, args) and not _fits(new, args):
+                    env.counts["old"] += 1
+                else:
+                    env.counts["new"] += 1
+                return env.original(*_swapped(list(args), spec["swap"]), **kwargs)
+            env.counts["new"] += 1
+            if kind == "S1":
+                if kwargs.pop(spec["param"], False) and any(a is None for a in args):
+                    raise TypeError(f"{env.display}(): {spec['param']}=True and an argument is None")
+            elif kind == "S2":
+                errors = kwargs.pop(spec["param"])
+                if errors not in ERRORS_VALUES:
+                    env.counts["new"] -= 1
+                    env.counts["bad"] += 1
+                    raise ValueError(f"{env.display}(): {spec['param']} must be one of {ERRORS_VALUES}")
+                if errors == "return_none":
+                    try:
+                        return env.original(*args, **kwargs)
+                    except Exception:
+                        return None
+            value = env.original(*args, **kwargs)
+            return env.result_type(value) if kind == "S4" else value
+
+        api.__name__ = api.__qualname__ = self.new_name
+        api.__doc__ = spec.get("notice", "")
+        return api
+
+    def _result_type(self):
+        env = self
+        name = self.spec.get("result_name") or "Result"
+
+        def misuse(op):
+            def method(self, *args, **kwargs):
+                env.counts["mismatch"] += 1
+                raise TypeError(f"{env.display}() returns a {name}, not its value; read .value (tried {op})")
+
+            return method
+
+        def getattr_(self, attr):
+            env.counts["mismatch"] += 1
+            raise AttributeError(f"{name!r} object has no attribute {attr!r}; read .value")
+
+        def init(self, value):
+            object.__setattr__(self, "value", value)
+
+        def repr_(self):
+            return f"{name}(value={self.value!r})"
+
+        body = {"__slots__": ("value",), "__init__": init, "__repr__": repr_, "__getattr__": getattr_}
+        body.update({op: misuse(op) for op in _RESULT_OPS})
+        return type(name, (), body)
+
+    # ------------------------------------------------------------------ installing it
+    def _install(self, namespace, missing_owner):
+        """Put the modified API into `namespace` (a dict); R1 takes the old name away."""
+        if self.kind == "none":
+            namespace[self.name] = self._counted(self.original)
+            return
+        if self.kind == "R1":
+            namespace.pop(self.name, None)
+            missing_owner.add(self.name)
+        namespace[self.new_name] = self.modified()
+
+    def _counted(self, original):
+        env = self
+
+        def api(*args, **kwargs):
+            env.counts["new"] += 1
+            return original(*args, **kwargs)
+
+        api.__name__ = api.__qualname__ = self.name
+        return api
+
+    def _builtins_copy(self):
+        env = self
+        gone = set()
+
+        class Builtins(dict):
+            def __missing__(self, key):
+                if key in gone:
+                    env.counts["old"] += 1
+                raise KeyError(key)
+
+        copy = Builtins(vars(builtins))
+        if self.module_name == "builtins":
+            self._install(copy, gone)
+        copy["__import__"] = self._import
+        return copy
+
+    def _build_proxies(self, real_module):
+        """A proxy for the API's module and for each package above it (`os` for `os.path`)."""
+        parts = self.module_name.split(".")
+        child = None
+        for depth in range(len(parts), 0, -1):
+            name = ".".join(parts[:depth])
+            real = real_module if depth == len(parts) else sys.modules.get(name) or _REAL_IMPORT(name)
+            proxy = types.ModuleType(real.__name__, getattr(real, "__doc__", None))
+            proxy.__dict__.update(vars(real))
+            if child is not None:
+                proxy.__dict__[parts[depth]] = child
+            else:
+                gone = set()
+                self._install(proxy.__dict__, gone)
+                if gone:
+                    proxy.__dict__["__getattr__"] = self._missing_attribute(real, gone)
+            self.proxies[id(real)] = proxy
+            child = proxy
+
+    def _missing_attribute(self, real, gone):
+        env, fallback = self, vars(real).get("__getattr__")
+
+        def getattr_(attr):
+            if attr in gone:
+                env.counts["old"] += 1
+                raise AttributeError(f"module {real.__name__!r} has no attribute {attr!r}")
+            if fallback is not None:
+                return fallback(attr)
+            raise AttributeError(f"module {real.__name__!r} has no attribute {attr!r}")
+
+        return getattr_
+
+    def _import(self, name, globals=None, locals=None, fromlist=(), level=0):
+        module = _REAL_IMPORT(name, globals, locals, fromlist, level)
+        if module is builtins:
+            return self.proxies.get(id(builtins)) or self._builtins_module()
+        return self.proxies.get(id(module), module)
+
+    def _builtins_module(self):
+        proxy = types.ModuleType("builtins")
+        proxy.__dict__.update({k: v for k, v in self.builtins.items() if k != "__import__"})
+        self.proxies[id(builtins)] = proxy
+        return proxy
+
+
+def _binds(signature, args, kwargs):
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError:
+        return False
+    return True
+
+
+def _swapped(values, swap):
+    values = list(values)
+    i, j = swap
+    if max(i, j) < len(values):
+        values[i], values[j] = values[j], values[i]
+    return values
+
+
+def _fits(roles, args):
+    return all(ROLES[role](arg) for role, arg in zip(roles, args))
+
+
+def _failure(exc, phase):
+    tb = exc.__traceback__
+    where = ""
+    while tb is not None:
+        where = tb.tb_frame.f_code.co_filename
+        tb = tb.tb_next
+    name = getattr(exc, "name", None)
+    return {
+        "type": type(exc).__name__,
+        "message": str(exc)[:300] if not isinstance(exc, RecursionError) else "maximum recursion depth",
+        "phase": phase,
+        "where": where,
+        "name": name if isinstance(name, str) else None,
+    }
+
+
+def apiupdate_main(spec, candidate, tests, token):
+    """Run `candidate` in the modified environment, then `tests` with the real builtins."""
+    env = Environment(spec)
+    namespace = {"__builtins__": env.builtins, "__name__": "__main__"}
+    report = {"counts": env.counts, "error": None}
+    phase = "candidate"
+    try:
+        exec(compile(candidate, "<candidate>", "exec", dont_inherit=True), namespace)
+        phase = "tests"
+        test_namespace = {"__builtins__": builtins, "__name__": "__main__"}
+        test_namespace.update({k: v for k, v in namespace.items() if not k.startswith("__")})
+        exec(compile(tests, "<tests>", "exec", dont_inherit=True), test_namespace)
+    except BaseException as exc:
+        report["error"] = _failure(exc, phase)
+        raise
+    finally:
+        line = f"\n@@apiupdate {token} {json.dumps(report)}\n"
+        _write(1, line.encode("utf-8", "replace"))
