@@ -100,7 +100,10 @@ def references(source: str | ast.AST, api: str) -> list[ast.expr]:
     shadowed = assigned_names(tree) - set(aliases)
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), ast.Load):
-            if qualified_name(node, aliases, shadowed) == api:
-                found.append(node)
+        if (
+            isinstance(node, (ast.Name, ast.Attribute))
+            and isinstance(getattr(node, "ctx", None), ast.Load)
+            and qualified_name(node, aliases, shadowed) == api
+        ):
+            found.append(node)
     return found

@@ -54,7 +54,7 @@ class _Positions:
 
 def _apply(source: str, edits: list[tuple[int, int, str]]) -> str:
     edits = sorted(edits, key=lambda e: (e[0], e[1]))
-    for (s1, e1, _), (s2, _, _) in zip(edits, edits[1:]):
+    for (_s1, e1, _), (s2, _, _) in zip(edits, edits[1:], strict=False):
         if s2 < e1:
             raise Unrewritable("two rewrites overlap")
     for start, end, text in reversed(edits):

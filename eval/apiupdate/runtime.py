@@ -292,7 +292,7 @@ def _swapped(values, swap):
 
 
 def _fits(roles, args):
-    return all(ROLES[role](arg) for role, arg in zip(roles, args))
+    return all(ROLES[role](arg) for role, arg in zip(roles, args, strict=False))
 
 
 def _failure(exc, phase):
