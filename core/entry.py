@@ -18,6 +18,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from core.config import CONFIG_DIR, describe_config_error, register_resolvers, to_validated
@@ -34,6 +35,7 @@ class App:
     schema: type  # its structured config; has `validate()`
     run: Callable[[Any, dict[str, Any]], Any]  # (validated config, resolved dict for the record)
     preflight: Callable[[Any], None] | None = None  # machine checks before anything heavy
+    config_dir: Path = CONFIG_DIR  # an app whose groups would clash with others' has a folder of its own
 
 
 def run_app(app: App, argv: list[str] | None = None) -> None:
@@ -80,7 +82,7 @@ def _run(app: App, argv: list[str]) -> None:
             failed.append(err)
 
     task.__module__ = app.run.__module__  # Hydra names the job after the task's module
-    main = hydra.main(version_base=None, config_path=str(CONFIG_DIR), config_name=app.config_name)(task)
+    main = hydra.main(version_base=None, config_path=str(app.config_dir), config_name=app.config_name)(task)
     saved = sys.argv
     sys.argv = [saved[0], *argv]
     try:
@@ -98,7 +100,7 @@ def validate_overrides(app: App, overrides: list[str], config_name: str | None =
 
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+        with initialize_config_dir(config_dir=str(app.config_dir), version_base=None):
             cfg = compose(config_name=config_name or app.config_name, overrides=list(overrides))
     finally:
         GlobalHydra.instance().clear()

@@ -17,7 +17,7 @@ from core.formats import FORMATS
 from eval.sandbox.limits import SandboxLimits
 
 STAGES = ("generate", "execute", "score", "all")
-MODEL_KINDS = ("model", "reference", "identity")
+MODEL_KINDS = ("model", "reference", "identity", "replay")
 BACKENDS = ("hf", "vllm", "openai")
 
 
@@ -32,7 +32,7 @@ class EvalModelConfig(ModelConfig):
     """`path` (hf, vllm) or `name` (openai); the oracles (reference, identity) need neither."""
 
     name: str = "model"  # label in reports; the served model's name for backend=openai
-    kind: str = "model"  # model | reference | identity (the oracles ignore the backend)
+    kind: str = "model"  # model | reference | identity (oracles) | replay (path: scripted jsonl)
     # editcoder | starcoder | octocoder | chat; None: the format the model was trained in
     prompt_format: str | None = None
     dtype: str = "auto"
@@ -110,6 +110,8 @@ class EvalConfig:
             raise ConfigError(f"backend.name={self.backend.name!r}: choose one of {BACKENDS}")
         if self.model.kind == "model" and self.backend.name in ("hf", "vllm") and not self.model.path:
             raise ConfigError(f"backend={self.backend.name} needs model.path=<hf folder or hub id>")
+        if self.model.kind == "replay" and not self.model.path:
+            raise ConfigError("model=replay needs model.path=<jsonl of scripted completions>")
         if self.model.prompt_format is not None and self.model.prompt_format not in FORMATS:
             raise ConfigError(
                 f"model.prompt_format={self.model.prompt_format!r}: choose one of {sorted(FORMATS)}"

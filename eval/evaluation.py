@@ -39,7 +39,7 @@ def resolve_format(cfg: EvalConfig) -> PromptFormat:
     """The model's prompt format: explicit, else the one it was trained in, else a default."""
     if cfg.model.prompt_format:
         return get_format(cfg.model.prompt_format)
-    trained = TrainedConfig.read(cfg.model.path) if cfg.model.path else None
+    trained = TrainedConfig.read(cfg.model.path) if cfg.model.path and cfg.model.kind == "model" else None
     if trained is not None:
         return get_format(trained.prompt_format)
     if cfg.model.kind == "model" and cfg.backend.name == "openai" and cfg.backend.chat:
@@ -95,8 +95,9 @@ class EvalRun:
     def generate(self) -> int:
         cfg = self.cfg
         kind = cfg.model.kind if cfg.model.kind != "model" else cfg.backend.name
+        options = {"path": cfg.model.path} if kind == "replay" else {}
         generator = make_generator(
-            kind, self.fmt, _generator_options(cfg) if cfg.model.kind == "model" else {}
+            kind, self.fmt, _generator_options(cfg) if cfg.model.kind == "model" else options
         )
         # Chat prompts are rendered with the model's template; openai takes the messages instead.
         tokenizer = getattr(generator, "tokenizer", None)
@@ -132,6 +133,11 @@ class EvalRun:
         if todo <= 0:
             return
         with tqdm(total=todo, desc=f"Executing ({self.sandbox.backend})", unit="sample") as bar:
+            if self.benchmark.name == "apiupdate":  # the modified API installed around each sample
+                from eval.apiupdate.stages import execute_apiupdate
+
+                execute_apiupdate(self.store, self.problems, self.sandbox, s.limits, bar.update)
+                return
             execute_samples(
                 self.store,
                 self.problems,
@@ -142,6 +148,8 @@ class EvalRun:
             )
 
     def score(self) -> dict[str, Any]:
+        if self.benchmark.name == "apiupdate":
+            return self._score_apiupdate()
         if self.cfg.score.excess_code:
             measured = self.store.of_type("coverage")
             todo = sum(e["passed"] and k not in measured for k, e in self.store.of_type("execution").items())
@@ -162,6 +170,27 @@ class EvalRun:
         (self.out / "report.md").write_text(report)
         if self.cfg.wandb.enabled:
             self._log_wandb(results)
+        return results
+
+    def _score_apiupdate(self) -> dict[str, Any]:
+        """Compiles/Pass/Adoption/Workaround@k per split and type, and the outcome taxonomy."""
+        from eval.apiupdate.report import render_eval_report
+        from eval.apiupdate.stages import score_apiupdate
+
+        scored = score_apiupdate(self.store, self.problems, self.splits, self.cfg.score.ks)
+        results = {
+            "metrics": scored["metrics"],
+            "config": self.resolved,
+            "benchmark": self.benchmark.name,
+            "model": self.cfg.model.name,
+        }
+        (self.out / "results.json").write_text(json.dumps(results, indent=2))
+        (self.out / "per_problem.json").write_text(json.dumps(scored["per_problem"], indent=2))
+        report = render_eval_report(self.cfg.model.name, scored, self.cfg.score.ks)
+        (self.out / "report.md").write_text(report)
+        if self.cfg.wandb.enabled:
+            self._log_wandb(results)
+        results["report"] = report
         return results
 
     def _log_wandb(self, results: dict[str, Any]) -> None:

@@ -28,6 +28,10 @@ def preflight(cfg: EvalConfig) -> None:
     bench = cfg.benchmark
     check_languages(bench.name, bench.languages)
     bench.check_source("benchmark")
+    if cfg.model.kind == "replay":
+        from core.hub import existing_path
+
+        existing_path(cfg.model.path, "model.path", "model=replay reads a jsonl of scripted completions")
 
 
 def evaluate(cfg: EvalConfig, resolved: dict[str, Any]) -> None:
@@ -44,7 +48,11 @@ def evaluate(cfg: EvalConfig, resolved: dict[str, Any]) -> None:
         if stage in ("execute", "all"):
             run.execute()
         if stage in ("score", "all"):
-            print(render_report(cfg.model.name, run.benchmark.name, run.score()))  # per problem: report.md
+            results = run.score()
+            if "report" in results:  # a benchmark with its own report (apiupdate)
+                print(results["report"])
+            else:
+                print(render_report(cfg.model.name, run.benchmark.name, results))  # per problem: report.md
     finally:
         run.close()
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.benchmarks.apiupdate import load_apiupdate
 from core.benchmarks.canitedit import load_canitedit
 from core.benchmarks.humanevalfix import VARIANTS, load_humanevalfix
 from core.errors import ConfigError
@@ -20,14 +21,14 @@ from core.hub import check_ref, existing_path, hub_offline, is_hub
 from core.problems import Problem
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures.jsonl"
-NAMES = ("canitedit", "humanevalfix", "fixtures")
+NAMES = ("canitedit", "humanevalfix", "fixtures", "apiupdate")
 
 
 @dataclass
 class BenchmarkSource:
     """Which benchmark, read from where (the `benchmark` group of eval, decontamination's list)."""
 
-    name: str = "fixtures"  # canitedit | humanevalfix | fixtures
+    name: str = "fixtures"  # canitedit | humanevalfix | fixtures | apiupdate
     path: str | None = None  # None: the default source; hub:ID: the hub; else a local file/folder
     languages: list[str] = field(default_factory=lambda: ["python"])  # humanevalfix splits
     variant: str = "fixtests"  # humanevalfix: fix | fixtests | fixdocs (bigcode's standard: fixtests)
@@ -39,6 +40,10 @@ class BenchmarkSource:
             raise ConfigError(f"{key}.variant={self.variant!r}: choose one of {VARIANTS}")
         if self.path is not None:
             check_ref(self.path, f"{key}.path")
+        elif self.name == "apiupdate":
+            raise ConfigError(
+                f"{key}=apiupdate needs {key}.path=<folder written by python -m eval.build_apiupdate>"
+            )
 
     def check_source(self, key: str = "benchmark") -> None:
         """Before loading: a local path must exist; a hub source finds out now whether the hub
@@ -80,6 +85,8 @@ def load_benchmark(
         return Benchmark(name, load_canitedit(path or str(FIXTURES)))
     if name == "humanevalfix":
         return Benchmark(name, load_humanevalfix(path, languages or ["python"], variant))
+    if name == "apiupdate":
+        return Benchmark(name, load_apiupdate(path))
     raise ConfigError(f"unknown benchmark {name!r}; choose one of {NAMES}")
 
 

@@ -45,6 +45,11 @@ SIGNATURES = {
     "builtins.getattr": "(obj, name, default=None, /)",
     "builtins.vars": "(obj=None, /)",
     "builtins.dir": "(obj=None, /)",
+    "sys.getsizeof": "(obj, default=None, /)",
+    "sqlite3.connect": (
+        "(database, timeout=None, detect_types=None, isolation_level=None, check_same_thread=None, "
+        "factory=None, cached_statements=None, uri=None)"
+    ),
 }
 # Builtin types that programs call like functions and practically never use as types.
 CALLABLE_TYPES = frozenset(

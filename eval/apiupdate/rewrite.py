@@ -142,6 +142,10 @@ def _keyword_insert(node: ast.Call, mod: Modification, source: str, pos: _Positi
     keyword = f'{mod.param}="raise"'
     if not node.args and not node.keywords:
         return end, end, keyword
+    if len(node.args) == 1 and not node.keywords and isinstance(node.args[0], ast.GeneratorExp):
+        # `sum(x for x in y)`: the generator shares the call's parentheses; it needs its own now
+        start = source.index("(", pos.span(node.func)[1]) + 1
+        return start, end, f"({source[start:end].strip()}), {keyword}"
     return end, end, keyword if before.endswith(",") else f", {keyword}"
 
 

@@ -121,6 +121,7 @@ class Environment:
         self.original = getattr(real_module, self.name)
         self.result_type = self._result_type() if self.kind == "S4" else None
         self.proxies = {}  # id(real module) -> proxy
+        self.reals = {}  # id(proxy) -> real module
         self._build_proxies(real_module)
         self.builtins = self._builtins_copy()
 
@@ -247,6 +248,7 @@ class Environment:
                 if gone:
                     proxy.__dict__["__getattr__"] = self._missing_attribute(real, gone)
             self.proxies[id(real)] = proxy
+            self.reals[id(proxy)] = real
             child = proxy
 
     def _missing_attribute(self, real, gone):
@@ -272,6 +274,7 @@ class Environment:
         proxy = types.ModuleType("builtins")
         proxy.__dict__.update({k: v for k, v in self.builtins.items() if k != "__import__"})
         self.proxies[id(builtins)] = proxy
+        self.reals[id(proxy)] = builtins
         return proxy
 
 
@@ -321,7 +324,10 @@ def apiupdate_main(spec, candidate, tests, token):
         exec(compile(candidate, "<candidate>", "exec", dont_inherit=True), namespace)
         phase = "tests"
         test_namespace = {"__builtins__": builtins, "__name__": "__main__"}
-        test_namespace.update({k: v for k, v in namespace.items() if not k.startswith("__")})
+        # the tests see the candidate's names, but modules as they really are
+        test_namespace.update(
+            {k: env.reals.get(id(v), v) for k, v in namespace.items() if not k.startswith("__")}
+        )
         exec(compile(tests, "<tests>", "exec", dont_inherit=True), test_namespace)
     except BaseException as exc:
         report["error"] = _failure(exc, phase)

@@ -61,11 +61,15 @@ class Generator(Protocol):
 
 
 def make_generator(kind: str, fmt: PromptFormat, options: dict[str, Any]) -> Generator:
-    """`kind` is reference | identity | hf | vllm | openai; `options` are the backend's own settings."""
+    """`kind` is reference | identity | replay | hf | vllm | openai; `options` are the backend's own settings."""
     if kind in ("reference", "identity"):
         from eval.generation.oracle import OracleGenerator
 
         return OracleGenerator(kind, fmt)
+    if kind == "replay":
+        from eval.generation.replay import ReplayGenerator
+
+        return ReplayGenerator(**options)
     if kind == "hf":
         from eval.generation.hf import HFGenerator
 
@@ -78,4 +82,4 @@ def make_generator(kind: str, fmt: PromptFormat, options: dict[str, Any]) -> Gen
         from eval.generation.openai import OpenAIGenerator
 
         return OpenAIGenerator(**options)
-    raise ValueError(f"unknown generation backend {kind!r}; choose hf, vllm, openai, reference or identity")
+    raise ValueError(f"unknown generation backend {kind!r}; choose hf, vllm, openai, reference, identity or replay")

@@ -1,0 +1,420 @@
+"""Build the API-update benchmark: problem-API pairs, modified solutions, seeded splits, a manifest.
+
+1. **Verify** every source program in the sandbox as it is; problems with no passing program
+   are dropped (`canonical_fails`, `canonical_does_not_parse`).
+2. **Resolve** the builtin/stdlib calls of each solution (`apis.py`) into problem-API pairs;
+   an API the prompt itself calls is left out for that problem (`api_in_prompt`), since the
+   prompt would show the old API.
+3. **Modify**: every modifiable API gets the catalogue's modifications (`catalogue.py`). Each
+   pair's solution is rewritten to the new API (`rewrite.py`) and kept only if it passes in the
+   enforcing sandbox and calls the new API; the unmodified solution is run there too and must
+   behave as its type says (R1, S2, S3, S4: not pass; S1: still pass), else the pair is dropped.
+4. **Split**, seeded: per modified API, problems 1:2 into reliability (the edit examples) and
+   generalization (at least 2 problems per API); specificity from problems that do not call the
+   API, rare APIs first, then an even fill; targets 500 / 1,000 / 1,000 with proportional
+   downsampling. The non-workaroundable fixtures add their own reliability and
+   `nonworkaround` rows.
+
+Every row in is either kept or counted under a named reason in `manifest.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eval.apiupdate.apis import api_calls, references
+from eval.apiupdate.catalogue import (
+    TYPES,
+    Modification,
+    modifiable,
+    modifications,
+    signature_text,
+    unmodified,
+)
+from eval.apiupdate.enforce import EnforcedJob, entry_parameters, run_enforced
+from eval.apiupdate.rewrite import Unrewritable, rewrite
+from eval.apiupdate.sources import SourceProblem, load_source
+from eval.sandbox import Sandbox, SandboxLimits
+
+log = logging.getLogger(__name__)
+SPLITS = ("reliability", "generalization", "specificity", "nonworkaround")
+TARGETS = {"reliability": 500, "generalization": 1000, "specificity": 1000}  # the study's
+EXPECT_OLD_PASSES = {"S1": True, "R1": False, "S2": False, "S3": False, "S4": False}
+
+
+@dataclass
+class BuildOptions:
+    seed: int = 0
+    targets: dict[str, int] = field(default_factory=lambda: dict(TARGETS))
+    min_problems: int = 2  # per modified API, to have both reliability and generalization rows
+    types: tuple[str, ...] = TYPES
+    nonworkaround: bool = True
+    limit: int | None = None  # the first N source problems (quick runs)
+
+
+@dataclass
+class Pair:
+    problem: SourceProblem
+    program: str  # the canonical program that calls the API
+    modification: Modification
+    reference: str = ""  # the program rewritten to the modified API
+
+
+@dataclass
+class Build:
+    rows: list[dict[str, Any]]
+    apis: list[dict[str, Any]]
+    manifest: dict[str, Any]
+
+
+def instruction(problem: SourceProblem) -> str:
+    if problem.entry_point == "Solution":
+        return "Complete the `Solution` class so that it solves the problem in the docstring."
+    return f"Complete the function `{problem.entry_point}` so that it does what its docstring says."
+
+
+class Builder:
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        options: BuildOptions,
+        limits: SandboxLimits | None = None,
+        progress: Callable[[str, int], None] | None = None,
+    ):
+        self.sandbox, self.options, self.limits = sandbox, options, limits
+        self.rng = random.Random(options.seed)
+        self.dropped: dict[str, Counter] = defaultdict(Counter)  # stage -> reason -> count
+        self.progress = progress or (lambda stage, n: None)
+
+    # ------------------------------------------------------------------ 1. verify
+    def verify(self, loaded: Iterable[SourceProblem | tuple[str, str]]) -> list[SourceProblem]:
+        problems: list[SourceProblem] = []
+        inputs = 0
+        for item in loaded:
+            if self.options.limit is not None and inputs >= self.options.limit:
+                break
+            inputs += 1
+            if isinstance(item, tuple):
+                self.dropped["problems"][item[1]] += 1
+            else:
+                problems.append(item)
+        self.inputs = inputs
+        jobs, owners = [], []
+        parsed: dict[int, list[str]] = defaultdict(list)
+        for i, problem in enumerate(problems):
+            for program in problem.programs:
+                try:
+                    compile(program, "<canonical>", "exec", dont_inherit=True)
+                except (SyntaxError, ValueError):
+                    continue
+                parsed[i].append(program)
+                jobs.append((program, problem.tests))
+                owners.append((i, program))
+        results = self.sandbox.run_many(jobs, limits=self.limits) if jobs else []
+        self.progress("verify", len(jobs))
+        passing: dict[int, list[str]] = defaultdict(list)
+        for (i, program), result in zip(owners, results, strict=True):
+            if result.passed:
+                passing[i].append(program)
+        kept = []
+        for i, problem in enumerate(problems):
+            if not parsed[i]:
+                self.dropped["problems"]["canonical_does_not_parse"] += 1
+            elif not passing[i]:
+                self.dropped["problems"]["canonical_fails"] += 1
+            else:
+                kept.append(_with_programs(problem, passing[i]))
+        return kept
+
+    # ------------------------------------------------------------------ 2. resolve
+    def pairs_by_api(self, problems: list[SourceProblem]) -> dict[str, list[tuple[SourceProblem, str]]]:
+        by_api: dict[str, list[tuple[SourceProblem, str]]] = defaultdict(list)
+        for problem in problems:
+            chosen: dict[str, str] = {}
+            in_prompt: set[str] = set()
+            for program in problem.programs:
+                for call in api_calls(program):
+                    if call.node.lineno <= problem.prompt_lines:
+                        in_prompt.add(call.api)
+                    else:
+                        chosen.setdefault(call.api, program)
+            for api, program in chosen.items():
+                if api in in_prompt:
+                    self.dropped["pairs"]["api_in_prompt"] += 1
+                else:
+                    by_api[api].append((problem, program))
+        return by_api
+
+    # ------------------------------------------------------------------ 3. modify
+    def modified_pairs(self, by_api: dict[str, list[tuple[SourceProblem, str]]]) -> list[Pair]:
+        candidates: list[Pair] = []
+        for api in sorted(by_api):
+            for mod in modifications(api):
+                if mod.type not in self.options.types:
+                    continue
+                for problem, program in by_api[api]:
+                    pair = Pair(problem, program, mod)
+                    try:
+                        pair.reference = rewrite(program, mod)
+                    except (Unrewritable, SyntaxError) as err:
+                        log.debug("%s %s: %s", problem.task_id, mod.id, err)
+                        self.dropped["pairs"]["unrewritable"] += 1
+                        continue
+                    candidates.append(pair)
+        jobs = []
+        for pair in candidates:
+            n = entry_parameters(pair.program, pair.problem.entry_point)
+            jobs.append(
+                EnforcedJob(
+                    pair.reference, pair.modification, pair.problem.tests, pair.problem.entry_point, n
+                )
+            )
+            jobs.append(
+                EnforcedJob(pair.program, pair.modification, pair.problem.tests, pair.problem.entry_point, n)
+            )
+        outcomes = run_enforced(self.sandbox, jobs, self.limits) if jobs else []
+        self.progress("modify", len(jobs))
+        kept = []
+        for k, pair in enumerate(candidates):
+            new, old = outcomes[2 * k], outcomes[2 * k + 1]
+            if new.outcome != "adoption":
+                self.dropped["pairs"][f"modified_solution_{new.outcome}"] += 1
+            elif old.passed != EXPECT_OLD_PASSES[pair.modification.type]:
+                self.dropped["pairs"]["old_call_not_detected" if old.passed else "old_call_breaks"] += 1
+            else:
+                pair.old_outcome = old.outcome  # type: ignore[attr-defined]
+                kept.append(pair)
+        return kept
+
+    # ------------------------------------------------------------------ 4. split
+    def split(self, pairs: list[Pair]) -> dict[str, list[Pair]]:
+        by_mod: dict[str, list[Pair]] = defaultdict(list)
+        for pair in pairs:
+            by_mod[pair.modification.id].append(pair)
+        assigned: dict[str, tuple[list[Pair], list[Pair]]] = {}
+        for mod_id in sorted(by_mod):
+            group = sorted(by_mod[mod_id], key=lambda p: p.problem.task_id)
+            if len(group) < self.options.min_problems:
+                self.dropped["pairs"]["too_few_problems_for_api"] += len(group)
+                continue
+            self.rng.shuffle(group)
+            n_rel = max(1, round(len(group) / 3))
+            assigned[mod_id] = (group[:n_rel], group[n_rel:])
+        targets = self.options.targets
+        for index, split in enumerate(("reliability", "generalization")):
+            total = sum(len(parts[index]) for parts in assigned.values())
+            if total > targets[split]:
+                factor = targets[split] / total
+                for parts in assigned.values():
+                    keep = max(1, round(len(parts[index]) * factor))
+                    self.dropped["pairs"][f"downsampled_{split}"] += len(parts[index]) - keep
+                    del parts[index][keep:]
+        return {
+            "reliability": [p for parts in assigned.values() for p in parts[0]],
+            "generalization": [p for parts in assigned.values() for p in parts[1]],
+        }
+
+    def specificity(self, problems: list[SourceProblem], mods: list[Modification]) -> list[Pair]:
+        """Per modified API, problems that never call it: rare APIs first, then an even fill."""
+        if not mods:
+            return []
+        uses = {p.task_id: {c.api for prog in p.programs for c in api_calls(prog)} for p in problems}
+        frequency = Counter(api for apis in uses.values() for api in apis)
+        quota = math.ceil(self.options.targets["specificity"] / len(mods))
+        chosen: list[Pair] = []
+        for mod in mods:
+            pool = [p for p in problems if mod.api not in uses[p.task_id]]
+            groups: dict[str, list[SourceProblem]] = defaultdict(list)
+            for p in pool:
+                rarest = min(uses[p.task_id], key=lambda a: (frequency[a], a), default="")
+                groups[rarest].append(p)
+            order = sorted(groups, key=lambda a: (frequency[a] if a else 0, a))
+            for api in order:
+                self.rng.shuffle(groups[api])
+            picked: list[SourceProblem] = []
+            while len(picked) < quota and any(groups[a] for a in order):
+                for api in order:  # one per group per round: rare groups first, then evenly
+                    if groups[api] and len(picked) < quota:
+                        picked.append(groups[api].pop())
+            chosen.extend(Pair(p, p.programs[0], mod, p.programs[0]) for p in picked)
+        total = self.options.targets["specificity"]
+        if len(chosen) > total:
+            self.rng.shuffle(chosen)
+            self.dropped["pairs"]["downsampled_specificity"] += len(chosen) - total
+            chosen = chosen[:total]
+        jobs = [
+            EnforcedJob(
+                p.program,
+                p.modification,
+                p.problem.tests,
+                p.problem.entry_point,
+                entry_parameters(p.program, p.problem.entry_point),
+            )
+            for p in chosen
+        ]
+        outcomes = run_enforced(self.sandbox, jobs, self.limits) if jobs else []
+        self.progress("specificity", len(jobs))
+        kept = []
+        for pair, outcome in zip(chosen, outcomes, strict=True):
+            if outcome.passed:
+                kept.append(pair)
+            else:
+                self.dropped["pairs"][f"specificity_{outcome.outcome}"] += 1
+        return kept
+
+
+def _with_programs(problem: SourceProblem, programs: list[str]) -> SourceProblem:
+    from dataclasses import replace
+
+    return replace(problem, programs=tuple(programs))
+
+
+def _row(pair: Pair, split: str) -> dict[str, Any]:
+    problem, mod = pair.problem, pair.modification
+    return {
+        "id": f"{problem.task_id}::{mod.id}::{split}",
+        "task_id": problem.task_id,
+        "source": problem.source,
+        "split": split,
+        "api": mod.api,
+        "type": mod.type,
+        "modification": mod.spec(),
+        "prompt": problem.prompt,
+        "reference": pair.reference,
+        "original": pair.program,
+        "tests": problem.tests,
+        "entry_point": problem.entry_point,
+        "n_params": entry_parameters(pair.program, problem.entry_point),
+        "instruction": instruction(problem),
+        "old_outcome": getattr(pair, "old_outcome", None),
+    }
+
+
+def build(
+    source: str,
+    path: str | None,
+    sandbox: Sandbox,
+    options: BuildOptions,
+    limits: SandboxLimits | None = None,
+    hub_split: str | None = None,
+    progress: Callable[[str, int], None] | None = None,
+) -> Build:
+    """Build the benchmark from `source`; see the module docstring for the steps."""
+    builder = Builder(sandbox, options, limits, progress)
+    problems = builder.verify(load_source(source, path, hub_split))
+    by_api = builder.pairs_by_api(problems)
+    pairs = builder.modified_pairs(by_api)
+    splits = builder.split(pairs)
+    mods = sorted(
+        {p.modification.id: p.modification for p in splits["reliability"]}.values(), key=lambda m: m.id
+    )
+    splits["specificity"] = builder.specificity(problems, mods)
+    splits["nonworkaround"] = []
+    if options.nonworkaround:
+        extra = Builder(
+            sandbox, BuildOptions(seed=options.seed, types=options.types, min_problems=1), limits, progress
+        )
+        fixtures = extra.verify(load_source("nonworkaround", None))
+        by_fixture_api = extra.pairs_by_api(fixtures)
+        # a fixture is about its own API; its other calls (len, str) are not what it tests
+        about = {
+            api: [(p, prog) for p, prog in found if p.meta.get("api") == api]
+            for api, found in by_fixture_api.items()
+        }
+        for pair in extra.modified_pairs({api: found for api, found in about.items() if found}):
+            role = "reliability" if pair.problem.meta.get("role") == "edit" else "nonworkaround"
+            splits[role].append(pair)
+        for name, counts in extra.dropped.items():
+            for reason, n in counts.items():
+                builder.dropped[f"nonworkaround_{name}"][reason] += n
+    rows = [_row(pair, split) for split in SPLITS for pair in splits[split]]
+    apis = _api_table(by_api, pairs)
+    manifest = _manifest(source, path, options, builder, problems, rows, apis)
+    return Build(rows, apis, manifest)
+
+
+def _api_table(by_api: dict[str, list], pairs: list[Pair]) -> list[dict[str, Any]]:
+    kept = Counter(p.modification.api for p in pairs)
+    types: dict[str, set[str]] = defaultdict(set)
+    for p in pairs:
+        types[p.modification.api].add(p.modification.type)
+    table = []
+    for api in sorted(by_api, key=lambda a: (-len(by_api[a]), a)):
+        reason = modifiable(api)
+        table.append(
+            {
+                "api": api,
+                "problems": len(by_api[api]),
+                "modifiable": reason is None,
+                "reason": reason,
+                "signature": signature_text(api),
+                "types": sorted(types[api]),
+                "kept_pairs": kept[api],
+            }
+        )
+    return table
+
+
+def _manifest(source, path, options, builder, problems, rows, apis) -> dict[str, Any]:
+    by_split = Counter(r["split"] for r in rows)
+    by_type = {s: dict(Counter(r["type"] for r in rows if r["split"] == s)) for s in SPLITS}
+    by_api = defaultdict(Counter)
+    for r in rows:
+        by_api[r["api"]][r["split"]] += 1
+    modified = sorted(
+        {r["modification"]["api"] + "/" + r["type"] for r in rows if r["split"] != "specificity"}
+    )
+    return {
+        "source": source,
+        "path": path,
+        "seed": options.seed,
+        "targets": options.targets,
+        "types": list(options.types),
+        "input_problems": builder.inputs,
+        "verified_problems": len(problems),
+        "dropped": {stage: dict(sorted(c.items())) for stage, c in builder.dropped.items()},
+        "rows": len(rows),
+        "rows_per_split": {s: by_split.get(s, 0) for s in SPLITS},
+        "rows_per_type": by_type,
+        "rows_per_api": {api: dict(c) for api, c in sorted(by_api.items())},
+        "apis_called": len(apis),
+        "apis_modifiable": sum(a["modifiable"] for a in apis),
+        "modified_apis": modified,
+        "distinct_modified_apis": len({m.rsplit("/", 1)[0] for m in modified}),
+        "distinct_synthetic_apis": len(modified),
+    }
+
+
+def write(build_result: Build, out: Path) -> None:
+    """problems.jsonl, apis.jsonl and manifest.json into `out`, each written whole then renamed."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = {
+        "problems.jsonl": "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in build_result.rows),
+        "apis.jsonl": "".join(json.dumps(a) + "\n" for a in build_result.apis),
+        "manifest.json": json.dumps(build_result.manifest, indent=2) + "\n",
+    }
+    for name, text in files.items():
+        tmp = out / f".{name}.tmp"
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(out / name)
+
+
+__all__ = [
+    "SPLITS",
+    "TARGETS",
+    "Build",
+    "BuildOptions",
+    "build",
+    "instruction",
+    "references",
+    "unmodified",
+    "write",
+]

