@@ -8,7 +8,8 @@
 3. **Modify**: every modifiable API gets the catalogue's modifications (`catalogue.py`). Each
    pair's solution is rewritten to the new API (`rewrite.py`) and kept only if it passes in the
    enforcing sandbox and calls the new API; the unmodified solution is run there too and must
-   behave as its type says (R1, S2, S3, S4: not pass; S1: still pass), else the pair is dropped.
+   end as its type says (R1, S2, S3: old_api; S4: return_type_mismatch; S1: adoption), else the
+   pair is dropped (`old_solution_<outcome>`).
 4. **Split**, seeded: per modified API, problems 1:2 into reliability (the edit examples) and
    generalization (at least 2 problems per API); specificity from problems that do not call the
    API, rare APIs first, then an even fill; targets 500 / 1,000 / 1,000 with proportional
@@ -47,7 +48,14 @@ from eval.sandbox import Sandbox, SandboxLimits
 log = logging.getLogger(__name__)
 SPLITS = ("reliability", "generalization", "specificity", "nonworkaround")
 TARGETS = {"reliability": 500, "generalization": 1000, "specificity": 1000}  # the study's
-EXPECT_OLD_PASSES = {"S1": True, "R1": False, "S2": False, "S3": False, "S4": False}
+# What the unmodified solution must do under each type, or the pair tells nothing about adoption.
+EXPECTED_OLD_OUTCOME = {
+    "R1": "old_api",
+    "S1": "adoption",
+    "S2": "old_api",
+    "S3": "old_api",
+    "S4": "return_type_mismatch",
+}
 
 
 @dataclass
@@ -187,8 +195,8 @@ class Builder:
             new, old = outcomes[2 * k], outcomes[2 * k + 1]
             if new.outcome != "adoption":
                 self.dropped["pairs"][f"modified_solution_{new.outcome}"] += 1
-            elif old.passed != EXPECT_OLD_PASSES[pair.modification.type]:
-                self.dropped["pairs"]["old_call_not_detected" if old.passed else "old_call_breaks"] += 1
+            elif old.outcome != EXPECTED_OLD_OUTCOME[pair.modification.type]:
+                self.dropped["pairs"][f"old_solution_{old.outcome}"] += 1
             else:
                 pair.old_outcome = old.outcome  # type: ignore[attr-defined]
                 kept.append(pair)

@@ -1,0 +1,237 @@
+"""The API-update benchmark's builder on the real HumanEval data: every API listed, five types,
+modified solutions that pass in the enforcing sandbox, old calls scored per type, seeded splits,
+and bad input counted rather than fatal."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from eval.apiupdate.builder import BuildOptions, build, write
+from eval.apiupdate.catalogue import TYPES, Modification
+from eval.apiupdate.enforce import EnforcedJob, run_enforced
+from eval.sandbox import make_sandbox
+
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with make_sandbox() as sb:
+        yield sb
+
+
+@pytest.fixture(scope="module")
+def humaneval(sandbox):
+    options = BuildOptions(targets={"reliability": 500, "generalization": 1000, "specificity": 40})
+    return build("humaneval", None, sandbox, options)
+
+
+def _jobs(rows, program_key):
+    return [
+        EnforcedJob(
+            r[program_key],
+            Modification.from_spec(r["modification"]),
+            r["tests"],
+            r["entry_point"],
+            r["n_params"],
+        )
+        for r in rows
+    ]
+
+
+def test_every_builtin_and_stdlib_api_of_the_canonical_solutions_is_listed(humaneval):
+    apis = {a["api"]: a for a in humaneval.apis}
+    assert len(apis) >= 30
+    for api in ("builtins.len", "builtins.sorted", "math.sqrt", "hashlib.md5", "re.split", "builtins.int"):
+        assert api in apis
+    assert apis["builtins.int"]["modifiable"] is False and apis["builtins.int"]["reason"] == "is_a_type"
+    assert apis["builtins.len"]["problems"] > 40
+    assert humaneval.manifest["apis_called"] == len(apis)
+
+
+def test_all_five_types_are_covered_in_every_edit_split(humaneval):
+    per_type = humaneval.manifest["rows_per_type"]
+    for split in ("reliability", "generalization"):
+        assert set(per_type[split]) == set(TYPES), split
+    assert humaneval.manifest["distinct_modified_apis"] >= 15
+    rows_by_split = Counter(r["split"] for r in humaneval.rows)
+    assert rows_by_split["generalization"] >= 1.5 * rows_by_split["reliability"] - 10  # 1:2 per API
+
+
+def test_every_kept_modified_solution_passes_and_adopts_in_the_enforcing_sandbox(humaneval, sandbox):
+    rows = [r for r in humaneval.rows if r["split"] != "specificity"]
+    outcomes = run_enforced(sandbox, _jobs(rows, "reference"))
+    failed = [(r["id"], o.outcome) for r, o in zip(rows, outcomes, strict=True) if o.outcome != "adoption"]
+    assert not failed
+    specificity = [r for r in humaneval.rows if r["split"] == "specificity"]
+    assert specificity and all(o.passed for o in run_enforced(sandbox, _jobs(specificity, "reference")))
+
+
+def test_the_unmodified_canonical_solution_scores_as_its_type_says(humaneval, sandbox):
+    expected = {
+        "R1": {"old_api"},
+        "S2": {"old_api"},
+        "S3": {"old_api"},
+        "S1": {"adoption"},
+        "S4": {"return_type_mismatch"},
+    }
+    rows = [r for r in humaneval.rows if r["split"] in ("reliability", "generalization")]
+    outcomes = run_enforced(sandbox, _jobs(rows, "original"))
+    seen: dict[str, Counter] = {t: Counter() for t in TYPES}
+    for row, outcome in zip(rows, outcomes, strict=True):
+        seen[row["type"]][outcome.outcome] += 1
+    for kind in TYPES:
+        assert seen[kind], kind
+        assert set(seen[kind]) <= expected[kind], (kind, seen[kind])
+
+
+def test_splits_are_seeded_and_disjoint_per_modified_api(sandbox):
+    options = BuildOptions(
+        seed=3, targets={"reliability": 500, "generalization": 1000, "specificity": 20}, limit=30
+    )
+    first = build("humaneval", None, sandbox, options)
+    again = build("humaneval", None, sandbox, options)
+    assert [r["id"] for r in first.rows] == [r["id"] for r in again.rows]
+    other = build("humaneval", None, sandbox, BuildOptions(seed=4, targets=options.targets, limit=30))
+    assert [r["id"] for r in other.rows] != [r["id"] for r in first.rows]
+    by_mod: dict[str, dict[str, set]] = {}
+    for r in first.rows:
+        by_mod.setdefault(f"{r['api']}/{r['type']}", {}).setdefault(r["split"], set()).add(r["task_id"])
+    for mod, splits in by_mod.items():
+        if "generalization" in splits:
+            assert splits["reliability"] and not splits["reliability"] & splits["generalization"], mod
+        for task in splits.get("specificity", ()):
+            api = mod.rsplit("/", 1)[0]
+            assert api not in {
+                r["api"] for r in first.rows if r["task_id"] == task and r["split"] != "specificity"
+            }
+
+
+def test_downsampling_keeps_at_least_two_problems_per_api(sandbox):
+    options = BuildOptions(targets={"reliability": 10, "generalization": 20, "specificity": 5}, limit=60)
+    result = build("humaneval", None, sandbox, options)
+    edits = [
+        r
+        for r in result.rows
+        if r["split"] in ("reliability", "generalization") and r["source"] == "humaneval"
+    ]
+    counts = Counter((r["api"], r["type"]) for r in edits)
+    assert min(counts.values()) >= 2
+    assert result.manifest["dropped"]["pairs"]["downsampled_generalization"] > 0
+
+
+def test_non_workaroundable_fixtures_become_their_own_split(humaneval):
+    rows = [r for r in humaneval.rows if r["split"] == "nonworkaround"]
+    apis = {r["api"] for r in rows}
+    assert {"os.getpid", "sqlite3.connect", "shutil.move", "sys.getrecursionlimit", "os.cpu_count"} <= apis
+    assert all(r["source"] == "nonworkaround" for r in rows)
+    edits = {
+        r["api"] for r in humaneval.rows if r["split"] == "reliability" and r["source"] == "nonworkaround"
+    }
+    assert edits == apis  # each API's edit example comes from its other fixture
+
+
+def test_bad_rows_are_counted_not_fatal(tmp_path, sandbox):
+    good = json.loads(
+        (REPO / "eval" / "apiupdate" / "data" / "nonworkaround.jsonl").read_text().splitlines()[0]
+    )
+    broken = {**good, "task_id": "Bad/parse", "canonical_solution": "    return (\n"}
+    failing = {**good, "task_id": "Bad/fails", "canonical_solution": "    return None\n"}
+    path = tmp_path / "src.jsonl"
+    lines = [
+        json.dumps(good),
+        json.dumps(broken),
+        json.dumps(failing),
+        "{not json",
+        json.dumps({"task_id": "x"}),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    result = build("humaneval", str(path), sandbox, BuildOptions(min_problems=1, nonworkaround=False))
+    dropped = result.manifest["dropped"]["problems"]
+    assert dropped == {"canonical_does_not_parse": 1, "canonical_fails": 1, "malformed_row": 2}
+    assert (
+        result.manifest["input_problems"] == 5 == result.manifest["verified_problems"] + sum(dropped.values())
+    )
+    assert result.rows  # the good problem is kept
+
+
+def test_a_modification_that_cannot_be_applied_is_counted(tmp_path, sandbox):
+    row = {
+        "task_id": "Starred/0",
+        "prompt": 'def keep_numbers(args):\n    """The ints of args."""\n',
+        "canonical_solution": "    return list(filter(*args))\n",
+        "test": "def check(candidate):\n    assert candidate([lambda v: isinstance(v, int), [1, 'a', 2]]) == [1, 2]\n",
+        "entry_point": "keep_numbers",
+    }
+    path = tmp_path / "src.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    result = build("humaneval", str(path), sandbox, BuildOptions(min_problems=1, nonworkaround=False))
+    assert result.manifest["dropped"]["pairs"]["unrewritable"] >= 1  # S3 cannot swap *args
+    assert {r["type"] for r in result.rows if r["api"] == "builtins.filter"} == {"R1", "S1", "S2", "S4"}
+
+
+def test_mbpp_and_apps_schemas_load_through_the_same_loader(sandbox):
+    mbpp = build(
+        "mbpp",
+        str(FIXTURES / "mbpp_sample.jsonl"),
+        sandbox,
+        BuildOptions(min_problems=1, nonworkaround=False),
+    )
+    assert mbpp.manifest["verified_problems"] == 3
+    assert mbpp.manifest["dropped"]["problems"] == {"uses_print": 1, "third_party_import": 1}
+    assert any(r["api"] == "math.sqrt" for r in mbpp.rows)
+    apps = build(
+        "apps",
+        str(FIXTURES / "apps_sample.jsonl"),
+        sandbox,
+        BuildOptions(min_problems=1, nonworkaround=False),
+    )
+    assert apps.manifest["dropped"]["problems"] == {"not_function_style": 1}
+    assert apps.manifest["verified_problems"] == 2
+    assert any(r["api"] == "builtins.sorted" for r in apps.rows)
+
+
+def _cli(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "eval.build_apiupdate", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO), **env},
+    )
+
+
+def test_cli_writes_the_manifest_and_an_unreachable_hub_is_one_line(tmp_path):
+    out = tmp_path / "built"
+    done = _cli(["source=humaneval", f"out={out}", "limit=25", "targets.specificity=10"], REPO)
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    rows = (out / "problems.jsonl").read_text().splitlines()
+    assert manifest["rows"] == len(rows) and "| R1 (rename) |" in done.stdout
+    assert (out / "apis.jsonl").read_text().count("\n") == manifest["apis_called"]
+    offline = _cli(
+        ["source=mbpp", f"out={tmp_path / 'x'}"],
+        tmp_path,
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        HF_DATASETS_CACHE=str(tmp_path / "cache"),
+        HF_HOME=str(tmp_path / "hf"),
+    )
+    assert offline.returncode == 2
+    errors = [line for line in offline.stderr.splitlines() if line.startswith("error:")]
+    assert (
+        len(errors) == 1
+        and "google-research-datasets/mbpp" in errors[0]
+        and "Traceback" not in offline.stderr
+    )
+    typo = _cli(["source=humaneval", "typez=[R1]"], tmp_path)
+    assert typo.returncode == 2 and "typez" in typo.stderr
