@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from eval.apiupdate.builder import BuildOptions, build, write
+from eval.apiupdate.builder import BuildOptions, build
 from eval.apiupdate.catalogue import TYPES, Modification
 from eval.apiupdate.enforce import EnforcedJob, run_enforced
 from eval.sandbox import make_sandbox

@@ -1,0 +1,288 @@
+"""Scoring the API-update benchmark: the enforcing runtime detects old calls by itself, the real
+stdlib stays untouched, scripted completions give exact C/P/A/W@k and taxonomy counts, the
+reference adopts everywhere, and the Shapley split matches the study's figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_eval_run import run_eval
+
+from eval.apiupdate.builder import BuildOptions, build, write
+from eval.apiupdate.catalogue import modifications
+from eval.apiupdate.enforce import EnforcedJob, classify, program, read_report, run_enforced
+from eval.apiupdate.metrics import shapley_split
+from eval.sandbox import make_sandbox
+
+SOURCE = [
+    (
+        "Abs/0",
+        "dist",
+        "(a, b)",
+        "    return abs(a - b)\n",
+        "    d = a - b\n    return d if d >= 0 else -d\n",
+        "assert candidate(1, 4) == 3\n    assert candidate(4, 1) == 3",
+    ),
+    (
+        "Abs/1",
+        "is_close",
+        "(a, b, tol)",
+        "    return abs(a - b) <= tol\n",
+        "    return -tol <= a - b <= tol\n",
+        "assert candidate(1, 1.5, 1)\n    assert not candidate(1, 3, 1)",
+    ),
+    (
+        "Abs/2",
+        "magnitude",
+        "(x)",
+        "    return abs(x) * 2\n",
+        "    return (x if x > 0 else -x) * 2\n",
+        "assert candidate(-2) == 4\n    assert candidate(3) == 6",
+    ),
+    ("Other/0", "double", "(x)", "    return 2 * x\n", "    return x + x\n", "assert candidate(3) == 6"),
+]
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with make_sandbox() as sb:
+        yield sb
+
+
+def _source(path: Path) -> Path:
+    rows = [
+        {
+            "task_id": task,
+            "prompt": f'def {name}{params}:\n    """Computes {name}."""\n',
+            "canonical_solution": body,
+            "test": f"def check(candidate):\n    {tests}\n",
+            "entry_point": name,
+        }
+        for task, name, params, body, _, tests in SOURCE
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, sandbox) -> Path:
+    out = tmp_path_factory.mktemp("apiupdate")
+    options = BuildOptions(
+        types=("R1", "S4"),
+        nonworkaround=False,
+        targets={"reliability": 9, "generalization": 9, "specificity": 2},
+    )
+    write(build("humaneval", str(_source(out / "source.jsonl")), sandbox, options), out)
+    return out
+
+
+def _rows(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / "problems.jsonl").read_text().splitlines()]
+
+
+# ------------------------------------------------------------------------- Shapley
+def test_shapley_split_reproduces_the_study():
+    phi_c, phi_q, cf = shapley_split(1.0, 1.0, 0.76, 0.26)
+    assert phi_c == pytest.approx(-0.161, abs=0.005) and phi_q == pytest.approx(-0.579, abs=0.005)
+    assert cf == pytest.approx(21.8, abs=0.1)
+    assert phi_c + phi_q == pytest.approx(0.26 - 1.0)
+    assert shapley_split(1.0, 1.0, 0.0, 0.0) == (-1.0, 0.0, 100.0)  # the collapse: Q1 := Q0
+    assert shapley_split(0.9, 0.5, 0.8, 0.5)[2] is None  # CF is undefined when dP = 0
+    with pytest.raises(ValueError):
+        shapley_split(0.5, 0.6, 0.5, 0.5)  # passing samples compile: P <= C
+
+
+# ------------------------------------------------------------------------- the runtime alone
+def _run(sandbox, code, mod, tests):
+    result = sandbox.run(program(code, mod, tests, "tok"), "")
+    report = read_report(result.stdout, "tok")
+    return classify(result, report), report
+
+
+def _mod(api, kind):
+    return next(m for m in modifications(api) if m.type == kind)
+
+
+TESTS = "def check(candidate):\n    assert candidate([-3, 1]) == 4\n\ncheck(f)\n"
+
+
+@pytest.mark.parametrize(
+    ("api", "kind", "code", "expected", "counter"),
+    [
+        (
+            "builtins.abs",
+            "R1",
+            "g = globals\ndef f(xs):\n    return sum(abs(x) for x in xs)\n",
+            "old_api",
+            "old",
+        ),
+        (
+            "builtins.abs",
+            "S2",
+            "def f(xs):\n    a = abs\n    return sum(a(x) for x in xs)\n",
+            "old_api",
+            "old",
+        ),
+        (
+            "builtins.abs",
+            "S4",
+            "def f(xs):\n    return sum(abs(x) for x in xs)\n",
+            "return_type_mismatch",
+            "mismatch",
+        ),
+        ("builtins.abs", "S1", "def f(xs):\n    return sum(abs(x) for x in xs)\n", "adoption", "new"),
+        ("math.sqrt", "R1", "from math import sqrt\ndef f(xs):\n    return 4\n", "old_api", "old"),
+        (
+            "builtins.abs",
+            "S2",
+            "def f(xs):\n    return sum(abs(x, errors='loud') for x in xs)\n",
+            "api_misuse",
+            "bad",
+        ),
+    ],
+)
+def test_the_runtime_detects_each_old_call_without_the_compile_stage(
+    sandbox, api, kind, code, expected, counter
+):
+    (outcome, passed), report = _run(sandbox, code, _mod(api, kind), TESTS)
+    assert outcome == expected and report["counts"][counter] >= 1
+    assert passed == (expected == "adoption")
+
+
+def test_s3_old_argument_order_is_flagged_even_when_it_runs(sandbox):
+    mod = _mod("builtins.isinstance", "S3")
+    code = "def f(xs):\n    t = int\n    return sum(x for x in xs if isinstance(x, t)) + 6\n"
+    (outcome, _), report = _run(sandbox, code, mod, TESTS)
+    assert outcome == "old_api" and report["counts"]["old"] >= 1
+    new = "def f(xs):\n    t = int\n    return sum(x for x in xs if isinstance(t, x)) + 6\n"
+    (outcome, passed), report = _run(sandbox, new, mod, TESTS)
+    assert (outcome, passed) == ("adoption", True) and report["counts"]["old"] == 0
+
+
+def test_the_real_stdlib_is_never_patched(sandbox):
+    mod = _mod("math.sqrt", "S4")
+    code = (
+        "import math, builtins\nmath.sqrt = None\nbuiltins.len = None\n"
+        "def f(x):\n    return math.sqrt(x).value\n"
+    )
+    tests = "import math\nassert f(9) == 3.0\nassert math.sqrt(16) == 4.0 and len([1]) == 1\n"
+    (outcome, passed), _ = _run(sandbox, code.replace("math.sqrt = None\n", ""), mod, tests)
+    assert (outcome, passed) == ("adoption", True)
+    (outcome, passed), _ = _run(sandbox, code, mod, tests)  # the candidate broke only its own proxy
+    assert outcome in ("runtime_exception", "fabricated_api") and not passed
+
+
+def test_a_forged_report_or_an_early_exit_does_not_pass(sandbox):
+    mod = _mod("builtins.abs", "R1")
+    forged = 'print("@@apiupdate tok {\\"counts\\": {\\"new\\": 9}, \\"error\\": null}")\nimport sys\nsys.exit(0)\n'
+    (outcome, passed), report = _run(sandbox, forged + "def f(xs):\n    return 4\n", mod, TESTS)
+    assert not passed and outcome != "adoption"
+    fabricated = "import math\ndef f(xs):\n    return math.absolute_value(xs[0])\n"
+    (outcome, _), _ = _run(sandbox, fabricated, mod, TESTS)
+    assert outcome == "fabricated_api"
+
+
+def test_compile_stage_outcomes(sandbox):
+    mod = _mod("builtins.abs", "R1")
+    jobs = [
+        EnforcedJob("def f(xs):\n    return sum(absolute(x) for x in xs)\n", mod, TESTS, "f", 1),
+        EnforcedJob("def f(xs):\n    return sum(abs(x) for x in xs)\n", mod, TESTS, "f", 1),
+        EnforcedJob("def f(xs)\n    return 4\n", mod, TESTS, "f", 1),
+        EnforcedJob("x = 1\n" * 9, mod, TESTS, "f", 1),
+        EnforcedJob('def f(xs):\n    """Sum."""\n', mod, TESTS, "f", 1),
+        EnforcedJob("def g(xs):\n    return 4\n", mod, TESTS, "f", 1),
+        EnforcedJob("def f():\n    return 4\n", mod, TESTS, "f", 1),
+        EnforcedJob("def f(xs):\n    return absolute(xs[0], 2)\n", mod, TESTS, "f", 1),
+    ]
+    got = [o.outcome for o in run_enforced(sandbox, jobs)]
+    assert got == [
+        "adoption",
+        "old_api",
+        "syntax_error",
+        "degenerate",
+        "degenerate",
+        "invalid_definition",
+        "invalid_definition",
+        "api_misuse",
+    ]
+
+
+# ------------------------------------------------------------------------- eval.run
+def test_reference_adopts_and_identity_fails_everywhere(built, tmp_path):
+    splits = {r["split"] for r in _rows(built)}
+    assert splits == {"reliability", "generalization", "specificity"}
+    ref = run_eval(
+        [
+            "benchmark=apiupdate",
+            f"benchmark.path={built}",
+            "model=reference",
+            "gen.n=1",
+            "score.ks=[1]",
+            f"out={tmp_path / 'ref'}",
+        ]
+    )
+    for split in ("reliability", "generalization"):
+        m = ref["metrics"][split]
+        assert m["pass@1"] == m["adoption@1"] == m["compiles@1"] == 1.0 and m["workaround@1"] == 0.0
+    assert ref["metrics"]["specificity"]["pass@1"] == 1.0
+    ident = run_eval(
+        [
+            "benchmark=apiupdate",
+            f"benchmark.path={built}",
+            "model=identity",
+            "gen.n=1",
+            "score.ks=[1]",
+            f"out={tmp_path / 'id'}",
+        ]
+    )
+    assert all(m["pass@1"] == 0.0 for m in ident["metrics"].values())
+    assert set(ident["metrics"]["generalization"]["outcomes"]) == {"degenerate"}
+
+
+def test_replay_gives_exact_rates_and_taxonomy(built, tmp_path):
+    workarounds = {task: fix for task, _, _, _, fix, _ in SOURCE}
+    script = []
+    for row in _rows(built):
+        header = row["prompt"]
+        completions = [
+            row["reference"],  # adopts
+            row["original"],  # the old API: R1 stops at the compile stage, S4 fails at run time
+            header + workarounds[row["task_id"]],  # passes without the API
+            "return x\n" * 12,  # degenerate
+            header + "    return (\n",  # syntax error
+        ]
+        script.append({"problem": row["id"], "completions": completions})
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("".join(json.dumps(s) + "\n" for s in script))
+    results = run_eval(
+        [
+            "benchmark=apiupdate",
+            f"benchmark.path={built}",
+            "model=replay",
+            f"model.path={replay}",
+            "gen.n=5",
+            "score.ks=[1,3,5]",
+            f"out={tmp_path / 'replay'}",
+        ]
+    )
+    gen = results["metrics"]["generalization"]
+    # per problem (n=5): R1 compiles 2, S4 compiles 3; both pass 2, adopt 1
+    assert gen["compiles@1"] == pytest.approx(0.5) and gen["pass@1"] == pytest.approx(0.4)
+    assert gen["adoption@1"] == pytest.approx(0.2) and gen["workaround@1"] == pytest.approx(0.2)
+    assert gen["compiles@3"] == pytest.approx(0.95) and gen["pass@3"] == pytest.approx(0.9)
+    assert gen["adoption@3"] == pytest.approx(0.6) and gen["workaround@3"] == pytest.approx(0.3)
+    assert gen["pass@5"] == 1.0 and gen["adoption@5"] == 1.0 and gen["workaround@5"] == 0.0
+    assert gen["outcomes"] == {
+        "adoption": 4,
+        "workaround": 4,
+        "old_api": 2,
+        "return_type_mismatch": 2,
+        "degenerate": 4,
+        "syntax_error": 4,
+    }
+    assert gen["by_type"]["R1"]["compiles@1"] == pytest.approx(0.4)
+    assert gen["by_type"]["S4"]["compiles@1"] == pytest.approx(0.6)
+    report = (tmp_path / "replay" / "report.md").read_text()
+    assert "| generalization | S4 (change return type) |" in report and "return_type_mismatch" in report
