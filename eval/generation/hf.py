@@ -35,20 +35,32 @@ class HFGenerator:
         device: str | None = None,
         trust_remote_code: bool = False,
     ):
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+        torch_dtype = {"auto": "auto", "bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[
+            dtype
+        ]
+        model = AutoModelForCausalLM.from_pretrained(
+            path, dtype=torch_dtype, trust_remote_code=trust_remote_code
+        )
+        self._attach(model.to(device), tokenizer, batch_size)
+
+    @classmethod
+    def from_model(cls, model, tokenizer, batch_size: int = 4) -> HFGenerator:
+        """A generator over a model already in memory (an edited one: it is used as it is, not copied)."""
+        generator = cls.__new__(cls)
+        generator._attach(model, tokenizer, batch_size)
+        return generator
+
+    def _attach(self, model, tokenizer, batch_size: int) -> None:
+        self.tokenizer = tokenizer
         self.tokenizer.padding_side = (
             "left"  # decoder-only: pad on the left so every prompt ends at the same column
         )
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        torch_dtype = {"auto": "auto", "bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[
-            dtype
-        ]
-        self.model = AutoModelForCausalLM.from_pretrained(
-            path, dtype=torch_dtype, trust_remote_code=trust_remote_code
-        )
-        self.model.to(self.device).eval()
+        self.model = model.eval()
+        self.device = next(model.parameters()).device
         self.model.generation_config.pad_token_id = self.tokenizer.pad_token_id
         self.context = model_context(self.model.config)
         self.batch_size = batch_size
@@ -84,14 +96,16 @@ class HFGenerator:
                     temperature=sampling.temperature if sample else None,
                     top_p=sampling.top_p if sample else None,
                     max_new_tokens=min(budgets[id(r)] for r in batch),
-                    num_return_sequences=n,
+                    num_return_sequences=n if sample else 1,  # greedy gives one answer: repeated below
+                    use_cache=True,  # models trained here save use_cache=False; generation wants the cache
                     stop_strings=list(sampling.stop) or None,
                     tokenizer=self.tokenizer,
                 )
             new_tokens = out[:, inputs["input_ids"].shape[1] :]
             texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+            per = n if sample else 1
             for i, request in enumerate(batch):
-                yield request, texts[i * n : (i + 1) * n]
+                yield request, texts[i * per : (i + 1) * per] * (1 if sample else n)
 
     def close(self) -> None:
         del self.model

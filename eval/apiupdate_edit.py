@@ -1,0 +1,182 @@
+"""Edit a model with API updates and measure whether it adopts them (the API-update editing study).
+
+    python -m eval.apiupdate_edit editor=ft-l regime=single model.path=deepseek-ai/deepseek-coder-6.7b-base
+    python -m eval.apiupdate_edit editor=grace regime=successive every=10 model.path=runs/x/final
+    python -m eval.apiupdate_edit editor=prompt regime=single model.path=... benchmark.path=data/apiupdate
+
+Editors are named by the `editor` group (ft-l, lora, grace, prompt), each a dotted path to a
+class and its options, so another method plugs in with `editor.target=pkg.module:Class`. The
+study itself (`eval/apiupdate/study.py`): pre-edit filtering, single (reset before each API)
+or successive (edits accumulate, seeded order) regimes, C/P/A/W@k per split before and after,
+and the Shapley split of dPass@k. Writes OUT/results.json, OUT/report.md and OUT/samples.jsonl.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.config import ModelConfig, register_schema
+from core.entry import App, run_app
+from core.errors import ConfigError
+from core.formats import FORMATS
+from core.hub import existing_path
+from eval.config import SandboxConfig
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "apiupdate"
+REGIMES = ("single", "successive")
+log = logging.getLogger("eval.apiupdate_edit")
+
+
+@dataclass
+class EditorConfig:
+    name: str = "prompt"
+    target: str = "train.editors.prompt:PromptEditor"  # package.module:Class
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StudyModelConfig(ModelConfig):
+    name: str = "model"  # the label in the report
+    prompt_format: str | None = None  # None: the format it was trained in, else editcoder
+    dtype: str = "auto"  # auto | bf16 | fp16 | fp32
+
+
+@dataclass
+class StudyBenchmarkConfig:
+    path: str = "data/apiupdate"  # written by python -m eval.build_apiupdate
+
+
+@dataclass
+class StudyGenConfig:
+    n: int = 5
+    temperature: float = 0.2
+    top_p: float = 0.95
+    max_new_tokens: int = 512
+    batch_size: int = 8
+    seed: int = 0
+
+
+@dataclass
+class EditRunConfig:
+    benchmark: StudyBenchmarkConfig = field(default_factory=StudyBenchmarkConfig)
+    model: StudyModelConfig = field(default_factory=StudyModelConfig)
+    editor: EditorConfig = field(default_factory=EditorConfig)
+    regime: str = "single"  # single | successive
+    every: int = 0  # successive: evaluate after every N edits too (0: after the last only)
+    seed: int = 0  # the successive order
+    ks: list[int] = field(default_factory=lambda: [1, 3, 5])
+    per_model_filter: bool = True  # keep the tasks the unedited model solves (the study's protocol)
+    max_apis: int | None = None  # the first N modified APIs (quick runs)
+    gen: StudyGenConfig = field(default_factory=StudyGenConfig)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    out: str = "runs/apiupdate"
+
+    def validate(self) -> None:
+        if self.regime not in REGIMES:
+            raise ConfigError(f"regime={self.regime!r}: choose one of {REGIMES}")
+        if not self.model.path:
+            raise ConfigError("model.path=<hf folder or hub id> is required")
+        if self.model.prompt_format is not None and self.model.prompt_format not in FORMATS:
+            raise ConfigError(
+                f"model.prompt_format={self.model.prompt_format!r}: choose one of {sorted(FORMATS)}"
+            )
+        if self.model.dtype not in ("auto", "bf16", "fp16", "fp32"):
+            raise ConfigError(f"model.dtype={self.model.dtype!r}: choose auto, bf16, fp16 or fp32")
+        if self.gen.n < 1 or not self.ks or min(self.ks) < 1:
+            raise ConfigError("gen.n and every k in ks must be >= 1")
+        if min(self.ks) > self.gen.n:
+            raise ConfigError(f"ks={self.ks}: at least one k must be <= gen.n={self.gen.n}")
+        if self.every < 0:
+            raise ConfigError("every must be >= 0")
+
+
+register_schema("apiupdate_edit_schema", EditRunConfig)
+
+
+def preflight(cfg: EditRunConfig) -> None:
+    existing_path(cfg.benchmark.path, "benchmark.path", "build it with python -m eval.build_apiupdate")
+    path = Path(cfg.model.path).expanduser()
+    looks_local = cfg.model.path.startswith((".", "/", "~")) or cfg.model.path.count("/") != 1
+    if looks_local and not path.exists():
+        existing_path(cfg.model.path, "model.path", "give a model folder or a hub id (org/name)")
+
+
+def _prompt_format(cfg: EditRunConfig):
+    from core.formats import get_format
+    from core.layout import TrainedConfig
+
+    if cfg.model.prompt_format:
+        return get_format(cfg.model.prompt_format)
+    trained = TrainedConfig.read(cfg.model.path) if Path(cfg.model.path).is_dir() else None
+    return get_format(trained.prompt_format if trained else "editcoder")
+
+
+def run(cfg: EditRunConfig, resolved: dict[str, Any]) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from core.benchmarks import load_benchmark
+    from core.editing import load_editor
+    from eval.apiupdate.report import render_study_report
+    from eval.apiupdate.study import EditStudy, StudyOptions
+    from eval.generation.base import SamplingConfig
+    from eval.generation.hf import HFGenerator
+    from eval.sandbox import make_sandbox
+
+    problems = load_benchmark("apiupdate", cfg.benchmark.path).problems
+    fmt = _prompt_format(cfg)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    dtype = {"auto": "auto", "bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[
+        cfg.model.dtype
+    ]
+    tokenizer = AutoTokenizer.from_pretrained(cfg.model.path, trust_remote_code=cfg.model.trust_remote_code)
+    model = AutoModelForCausalLM.from_pretrained(
+        cfg.model.path, dtype=dtype, trust_remote_code=cfg.model.trust_remote_code
+    ).to(device)
+    editor = load_editor(cfg.editor.target, model, tokenizer, dict(cfg.editor.options))
+    options = StudyOptions(
+        regime=cfg.regime,
+        n=cfg.gen.n,
+        ks=tuple(cfg.ks),
+        every=cfg.every,
+        seed=cfg.seed,
+        per_model_filter=cfg.per_model_filter,
+        max_apis=cfg.max_apis,
+    )
+    sampling = SamplingConfig(
+        cfg.gen.temperature, cfg.gen.top_p, cfg.gen.max_new_tokens, fmt.stop, cfg.gen.seed
+    )
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with make_sandbox(cfg.sandbox.backend, limits=cfg.sandbox.limits, workers=cfg.sandbox.workers) as sandbox:
+        study = EditStudy(
+            problems,
+            editor,
+            lambda: HFGenerator.from_model(editor.model, editor.tokenizer, cfg.gen.batch_size),
+            fmt,
+            sandbox,
+            sampling,
+            options,
+            out,
+            cfg.sandbox.limits,
+        )
+        try:
+            result = study.run()
+        finally:
+            study.close()
+    result.update(model=cfg.model.name, editor=cfg.editor.name, regime=cfg.regime, config=resolved)
+    (out / "results.json").write_text(json.dumps(result, indent=2))
+    report = render_study_report([result], result["shapley_k"])
+    (out / "report.md").write_text(report)
+    log.info("wrote %s (results.json, report.md)", out)
+    print(report)
+
+
+APP = App("edit", EditRunConfig, run=run, preflight=preflight, config_dir=CONFIG_DIR)
+
+if __name__ == "__main__":
+    run_app(APP)

@@ -1,0 +1,152 @@
+"""`python -m eval.apiupdate_edit` end to end on CPU with a tiny model: single and successive
+regimes write results.json and the study's report; single resets, successive accumulates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from test_apiupdate_eval import SOURCE, _source
+
+from core.entry import validate_overrides
+from core.formats import FORMATS
+from eval.apiupdate.builder import BuildOptions, build, write
+from eval.apiupdate_edit import APP, run
+from eval.sandbox import make_sandbox
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("bench")
+    options = BuildOptions(
+        types=("R1", "S4"),
+        nonworkaround=False,
+        targets={"reliability": 9, "generalization": 9, "specificity": 2},
+    )
+    with make_sandbox() as sandbox:
+        write(build("humaneval", str(_source(out / "source.jsonl")), sandbox, options), out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory, bench) -> Path:
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    from train.modeling import train_tiny_tokenizer
+
+    fmt = FORMATS["editcoder"]
+    rows = [json.loads(line) for line in (bench / "problems.jsonl").read_text().splitlines()]
+    texts = [fmt.prompt(r["prompt"], r["instruction"]) + fmt.completion(r["reference"]) for r in rows] * 3
+    texts += [body for _, _, _, body, fix, _ in SOURCE for body in (body, fix)]
+    tokenizer = train_tiny_tokenizer(texts, vocab_size=400)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=1024,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("tiny")
+    AutoModelForCausalLM.from_config(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def _study(bench: Path, model: Path, out: Path, *overrides: str) -> dict:
+    common = [
+        f"benchmark.path={bench}",
+        f"model.path={model}",
+        "model.name=tiny",
+        f"out={out}",
+        "per_model_filter=false",
+        "gen.n=2",
+        "ks=[1,2]",
+        "gen.max_new_tokens=12",
+        "gen.temperature=0",
+        "sandbox.workers=2",
+    ]
+    cfg = validate_overrides(APP, [*common, *overrides])
+    run(cfg, {})
+    return json.loads((out / "results.json").read_text())
+
+
+def _prompts(out: Path, phase: str) -> list[str]:
+    rows = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    return [r["prompt"] for r in rows if r["type"] == "sample" and r["split"].startswith(phase)]
+
+
+def test_single_resets_and_successive_accumulates_with_the_prompt_editor(bench, tiny_model, tmp_path):
+    single = _study(bench, tiny_model, tmp_path / "single", "editor=prompt", "regime=single")
+    first, second = single["edits"]
+    assert {first, second} == {"builtins.abs/R1", "builtins.abs/S4"}
+    notice = {"builtins.abs/R1": "renamed to `absolute`", "builtins.abs/S4": "returns a `AbsResult`"}
+    for mod in (first, second):
+        prompts = _prompts(tmp_path / "single", f"single@{mod}")
+        assert prompts and all(notice[mod] in p for p in prompts)
+        other = notice[second if mod == first else first]
+        assert not any(other in p for p in prompts)  # reset before each API's edit
+    succ = _study(bench, tiny_model, tmp_path / "succ", "editor=prompt", "regime=successive", "every=1")
+    assert [t["edits"] for t in succ["trajectory"]] == [1, 2]
+    last = _prompts(tmp_path / "succ", "successive@2")
+    assert last and all(all(n in p for n in notice.values()) for p in last)  # both notices by now
+    pre = _prompts(tmp_path / "succ", "pre")
+    assert pre and not any("API update" in p for p in pre)
+    for result in (single, succ):
+        assert set(result["after"]) >= {"reliability", "generalization", "specificity"}
+        assert result["shapley_k"] == 2 and "generalization" in result["shapley"]
+    report = (tmp_path / "succ" / "report.md").read_text()
+    assert "| tiny | prompt | successive | generalization |" in report and "Shapley" in report
+
+
+@pytest.mark.parametrize(
+    ("editor", "options"),
+    [
+        ("ft-l", ["editor.options.layer=1", "editor.options.steps=2", "editor.options.delta=0.01"]),
+        ("grace", ["editor.options.layer=1", "editor.options.n_iter=3"]),
+        ("lora", ["editor.options.steps=2"]),
+    ],
+)
+def test_weight_editors_run_both_regimes_end_to_end(bench, tiny_model, tmp_path, editor, options):
+    for regime in ("single", "successive"):
+        out = tmp_path / regime
+        result = _study(bench, tiny_model, out, f"editor={editor}", f"regime={regime}", *options)
+        assert result["editor"] == editor and result["regime"] == regime
+        gen = result["after"]["generalization"]
+        assert gen["samples"] == 2 * gen["problems"] and 0.0 <= gen["pass@1"] <= gen["compiles@1"] <= 1.0
+        report = (out / "report.md").read_text()
+        assert f"| tiny | {editor} | {regime} | reliability |" in report
+
+
+def test_a_killed_study_resumes_without_regenerating(bench, tiny_model, tmp_path):
+    out = tmp_path / "resume"
+    first = _study(bench, tiny_model, out, "editor=prompt", "regime=single")
+    lines = (out / "samples.jsonl").read_text().splitlines()
+    again = _study(bench, tiny_model, out, "editor=prompt", "regime=single")
+    assert (out / "samples.jsonl").read_text().splitlines() == lines  # nothing generated or run twice
+    assert again["after"] == first["after"]
+
+
+def test_config_errors_are_one_line(bench, tmp_path):
+    from core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="regime"):
+        validate_overrides(APP, [f"benchmark.path={bench}", "model.path=x/y", "regime=sometimes"])
+    with pytest.raises(ConfigError, match="model.path"):
+        validate_overrides(APP, [f"benchmark.path={bench}"])
+    cfg = validate_overrides(
+        APP, [f"benchmark.path={bench}", "model.path=x/y", "editor.target=nowhere:Nothing"]
+    )
+    from core.editing import load_editor
+
+    with pytest.raises(ConfigError, match="nowhere"):
+        load_editor(cfg.editor.target, None, None, {})
