@@ -286,3 +286,63 @@ def test_replay_gives_exact_rates_and_taxonomy(built, tmp_path):
     assert gen["by_type"]["S4"]["compiles@1"] == pytest.approx(0.6)
     report = (tmp_path / "replay" / "report.md").read_text()
     assert "| generalization | S4 (change return type) |" in report and "return_type_mismatch" in report
+
+
+def test_the_study_report_means_per_model_values(tmp_path):
+    from eval.apiupdate_report import main
+
+    def result(model, c1, p1):
+        after = {"generalization": {"compiles@5": c1, "pass@5": p1, "adoption@5": p1, "workaround@5": 0.0}}
+        before = {"generalization": {"compiles@5": 1.0, "pass@5": 1.0}}
+        shapley = {
+            "generalization": dict(
+                zip(("phi_C", "phi_Q", "CF"), shapley_split(1.0, 1.0, c1, p1), strict=True),
+                C0=1.0,
+                P0=1.0,
+                C1=c1,
+                P1=p1,
+                dP=p1 - 1.0,
+            )
+        }
+        return {
+            "model": model,
+            "editor": "ft-l",
+            "regime": "successive",
+            "before": before,
+            "after": after,
+            "shapley": shapley,
+            "shapley_k": 5,
+        }
+
+    for name, c1, p1 in (("a", 0.76, 0.26), ("b", 0.0, 0.0)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps(result(name, c1, p1)))
+    assert main([str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "report.md")]) == 0
+    report = (tmp_path / "report.md").read_text()
+    assert (
+        "| a | ft-l | successive | generalization | 1.000 | 1.000 | 0.760 | 0.260 | -0.740 | -0.161 | -0.579 | 21.8 |"
+        in report
+    )
+    assert (
+        "| b | ft-l | successive | generalization | 1.000 | 1.000 | 0.000 | 0.000 | -1.000 | -1.000 | 0.000 | 100.0 |"
+        in report
+    )
+    assert (
+        "| mean | ft-l | successive | generalization | 1.000 | 1.000 | 0.380 | 0.130 | -0.870 | -0.581 | -0.289 | 60.9 |"
+        in report
+    )
+    assert main([str(tmp_path / "missing")]) == 2
+
+
+@pytest.mark.parametrize(
+    "route",
+    [
+        "import builtins\n    return sum(builtins.abs(x) for x in xs)",
+        "import importlib\n    b = importlib.import_module('builtins')\n    return sum(b.abs(x) for x in xs)",
+        "return sum(eval('abs(x)', {'x': x}) for x in xs)",
+        "exec('r = sum(abs(v) for v in xs)', globals(), d := {'xs': xs})\n    return d['r']",
+    ],
+)
+def test_indirect_routes_to_a_removed_api_are_counted_as_old_use(sandbox, route):
+    (outcome, passed), report = _run(sandbox, f"def f(xs):\n    {route}\n", _mod("builtins.abs", "R1"), TESTS)
+    assert not passed and outcome == "old_api" and report["counts"]["old"] >= 1, report

@@ -21,6 +21,7 @@ run. The counts are a measurement, not a security boundary: the verdict is the s
 """
 
 import builtins
+import importlib
 import inspect
 import json
 import os
@@ -265,14 +266,27 @@ class Environment:
         return getattr_
 
     def _import(self, name, globals=None, locals=None, fromlist=(), level=0):
-        module = _REAL_IMPORT(name, globals, locals, fromlist, level)
+        return self._proxy_of(_REAL_IMPORT(name, globals, locals, fromlist, level))
+
+    def _proxy_of(self, module):
+        """What the candidate gets for `module`: its proxy where the modification reaches it."""
         if module is builtins:
             return self.proxies.get(id(builtins)) or self._builtins_module()
+        if module is importlib and id(module) not in self.proxies:  # import_module goes through us too
+            proxy = types.ModuleType("importlib")
+            proxy.__dict__.update(vars(importlib))
+            proxy.__dict__["import_module"] = lambda name, package=None: self._proxy_of(
+                importlib.import_module(name, package)
+            )
+            self.proxies[id(importlib)] = proxy
+            self.reals[id(proxy)] = importlib
         return self.proxies.get(id(module), module)
 
     def _builtins_module(self):
         proxy = types.ModuleType("builtins")
         proxy.__dict__.update({k: v for k, v in self.builtins.items() if k != "__import__"})
+        if self.kind == "R1" and self.module_name == "builtins":
+            proxy.__dict__["__getattr__"] = self._missing_attribute(builtins, {self.name})
         self.proxies[id(builtins)] = proxy
         self.reals[id(proxy)] = builtins
         return proxy
