@@ -82,4 +82,6 @@ def make_generator(kind: str, fmt: PromptFormat, options: dict[str, Any]) -> Gen
         from eval.generation.openai import OpenAIGenerator
 
         return OpenAIGenerator(**options)
-    raise ValueError(f"unknown generation backend {kind!r}; choose hf, vllm, openai, reference, identity or replay")
+    raise ValueError(
+        f"unknown generation backend {kind!r}; choose hf, vllm, openai, reference, identity or replay"
+    )
