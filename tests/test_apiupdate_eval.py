@@ -346,3 +346,9 @@ def test_the_study_report_means_per_model_values(tmp_path):
 def test_indirect_routes_to_a_removed_api_are_counted_as_old_use(sandbox, route):
     (outcome, passed), report = _run(sandbox, f"def f(xs):\n    {route}\n", _mod("builtins.abs", "R1"), TESTS)
     assert not passed and outcome == "old_api" and report["counts"]["old"] >= 1, report
+
+
+def test_an_s4_result_returned_to_the_tests_is_a_mismatch(sandbox):
+    mod = _mod("builtins.abs", "S4")
+    (outcome, passed), report = _run(sandbox, "def f(xs):\n    return abs(xs[0])\n", mod, TESTS)
+    assert (outcome, passed) == ("return_type_mismatch", False) and report["counts"]["mismatch"] >= 1

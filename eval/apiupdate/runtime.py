@@ -21,6 +21,7 @@ run. The counts are a measurement, not a security boundary: the verdict is the s
 """
 
 import builtins
+import functools
 import importlib
 import inspect
 import json
@@ -282,6 +283,23 @@ class Environment:
             self.reals[id(proxy)] = importlib
         return self.proxies.get(id(module), module)
 
+    def exported(self, value):
+        """A candidate function as the tests get it: under S4, one that returns the new result type
+        where the old value belongs (it never read `.value`) is counted as a mismatch."""
+        if self.result_type is None or not isinstance(value, types.FunctionType):
+            return value
+        env, result_type = self, self.result_type
+
+        @functools.wraps(value)
+        def checked(*args, **kwargs):
+            out = value(*args, **kwargs)
+            items = out if isinstance(out, (list, tuple)) else (out,)
+            if any(isinstance(item, result_type) for item in items):
+                env.counts["mismatch"] += 1
+            return out
+
+        return checked
+
     def _builtins_module(self):
         proxy = types.ModuleType("builtins")
         proxy.__dict__.update({k: v for k, v in self.builtins.items() if k != "__import__"})
@@ -340,7 +358,7 @@ def apiupdate_main(spec, candidate, tests, token):
         test_namespace = {"__builtins__": builtins, "__name__": "__main__"}
         # the tests see the candidate's names, but modules as they really are
         test_namespace.update(
-            {k: env.reals.get(id(v), v) for k, v in namespace.items() if not k.startswith("__")}
+            {k: env.exported(env.reals.get(id(v), v)) for k, v in namespace.items() if not k.startswith("__")}
         )
         exec(compile(tests, "<tests>", "exec", dont_inherit=True), test_namespace)
     except BaseException as exc:
