@@ -24,7 +24,7 @@ from core.entry import App, run_app
 from core.errors import ConfigError
 from core.formats import FORMATS
 from core.hub import existing_path
-from eval.config import SandboxConfig
+from eval.config import GenConfig, SandboxConfig
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "apiupdate"
 REGIMES = ("single", "successive")
@@ -51,13 +51,12 @@ class StudyBenchmarkConfig:
 
 
 @dataclass
-class StudyGenConfig:
+class StudyGenConfig(GenConfig):
+    """eval.run's sampling with the study's 5 samples (Pass@1, 3, 5) and shorter completions."""
+
     n: int = 5
-    temperature: float = 0.2
-    top_p: float = 0.95
     max_new_tokens: int = 512
     batch_size: int = 8
-    seed: int = 0
 
 
 @dataclass

@@ -148,50 +148,39 @@ class EvalRun:
             )
 
     def score(self) -> dict[str, Any]:
+        if self.benchmark.name == "apiupdate":  # Compiles/Pass/Adoption/Workaround@k and the taxonomy
+            from eval.apiupdate.report import render_eval_report
+            from eval.apiupdate.stages import score_apiupdate
+
+            scored = score_apiupdate(self.store, self.problems, self.splits, self.cfg.score.ks)
+            report = render_eval_report(self.cfg.model.name, scored, self.cfg.score.ks)
+        else:
+            if self.cfg.score.excess_code:
+                self._measure_coverage()
+            scored = score(self.store, self.problems, self.splits, self.cfg.score.ks)
+            report = render_report(self.cfg.model.name, self.benchmark.name, scored)
+        results = {
+            "metrics": scored["metrics"],
+            "config": self.resolved,
+            "benchmark": self.benchmark.name,
+            "model": self.cfg.model.name,
+        }
+        (self.out / "results.json").write_text(json.dumps(results, indent=2))
+        (self.out / "per_problem.json").write_text(json.dumps(scored["per_problem"], indent=2))
+        (self.out / "report.md").write_text(report)
+        if self.cfg.wandb.enabled:
+            self._log_wandb(results)
         if self.benchmark.name == "apiupdate":
-            return self._score_apiupdate()
-        if self.cfg.score.excess_code:
-            measured = self.store.of_type("coverage")
-            todo = sum(e["passed"] and k not in measured for k, e in self.store.of_type("execution").items())
-            if todo:
-                limits = self._limits(self.cfg.sandbox.coverage_timeout_s)
-                with tqdm(total=todo, desc="Coverage (ExcessCode)", unit="sample") as bar:
-                    measure_coverage(self.store, self.problems, self.sandbox, limits, bar.update)
-        scored = score(self.store, self.problems, self.splits, self.cfg.score.ks)
-        results = {
-            "metrics": scored["metrics"],
-            "config": self.resolved,
-            "benchmark": self.benchmark.name,
-            "model": self.cfg.model.name,
-        }
-        (self.out / "results.json").write_text(json.dumps(results, indent=2))
-        (self.out / "per_problem.json").write_text(json.dumps(scored["per_problem"], indent=2))
-        report = render_report(self.cfg.model.name, self.benchmark.name, scored)
-        (self.out / "report.md").write_text(report)
-        if self.cfg.wandb.enabled:
-            self._log_wandb(results)
+            results["report"] = report  # printed whole: its tables are not pass@k's
         return results
 
-    def _score_apiupdate(self) -> dict[str, Any]:
-        """Compiles/Pass/Adoption/Workaround@k per split and type, and the outcome taxonomy."""
-        from eval.apiupdate.report import render_eval_report
-        from eval.apiupdate.stages import score_apiupdate
-
-        scored = score_apiupdate(self.store, self.problems, self.splits, self.cfg.score.ks)
-        results = {
-            "metrics": scored["metrics"],
-            "config": self.resolved,
-            "benchmark": self.benchmark.name,
-            "model": self.cfg.model.name,
-        }
-        (self.out / "results.json").write_text(json.dumps(results, indent=2))
-        (self.out / "per_problem.json").write_text(json.dumps(scored["per_problem"], indent=2))
-        report = render_eval_report(self.cfg.model.name, scored, self.cfg.score.ks)
-        (self.out / "report.md").write_text(report)
-        if self.cfg.wandb.enabled:
-            self._log_wandb(results)
-        results["report"] = report
-        return results
+    def _measure_coverage(self) -> None:
+        measured = self.store.of_type("coverage")
+        todo = sum(e["passed"] and k not in measured for k, e in self.store.of_type("execution").items())
+        if todo:
+            limits = self._limits(self.cfg.sandbox.coverage_timeout_s)
+            with tqdm(total=todo, desc="Coverage (ExcessCode)", unit="sample") as bar:
+                measure_coverage(self.store, self.problems, self.sandbox, limits, bar.update)
 
     def _log_wandb(self, results: dict[str, Any]) -> None:
         import wandb
