@@ -61,7 +61,7 @@ def bwrap_available() -> bool:
     return bwrap_problem() is None
 
 
-def bwrap_argv(binary: str, profile: Profile, userns: bool = True) -> list[str]:
+def bwrap_argv(binary: str, profile: Profile, userns: bool = True, python: str | None = None) -> list[str]:
     """The bwrap options every server (and the availability probe) runs under.
 
     ``userns``: also enter a user namespace in which no further namespaces may be created
@@ -82,7 +82,7 @@ def bwrap_argv(binary: str, profile: Profile, userns: bool = True) -> list[str]:
     argv += ["--proc", "/proc", "--remount-ro", "/proc", "--dev", "/dev"]  # /proc/sys is the host's
     argv += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp", "--dir", WORK_DIR]
     argv += ["--perms", "1777", "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
-    for path in interpreter_paths():  # the interpreter, its environment and the harness, read-only
+    for path in interpreter_paths(python):  # the interpreter, its environment and the harness, read-only
         argv += ["--ro-bind", path, path]
     argv += ["--unshare-user", "--disable-userns"] if userns else []
     argv += ["--unshare-pid", "--as-pid-1", "--unshare-ipc"]
@@ -92,16 +92,18 @@ def bwrap_argv(binary: str, profile: Profile, userns: bool = True) -> list[str]:
     return argv
 
 
-def interpreter_paths() -> list[str]:
+def interpreter_paths(python: str | None = None) -> list[str]:
     """Host folders the sandbox needs outside ``SYSTEM_PATHS``: the interpreter, its environment
-    (e.g. a virtualenv in a checkout), its site-packages and the harness."""
+    (e.g. a virtualenv in a checkout), its site-packages and the harness. ``python``: another
+    interpreter (a library version's virtualenv) instead of this one."""
+    prefix, base_prefix, executable, path = _interpreter_facts(python or sys.executable)
     needed = {
-        sys.prefix,
-        sys.base_prefix,
-        os.path.dirname(os.path.realpath(sys.executable)),
-        os.path.dirname(os.path.abspath(sys.executable)),
+        prefix,
+        base_prefix,
+        os.path.dirname(os.path.realpath(executable)),
+        os.path.dirname(os.path.abspath(executable)),
         os.path.dirname(HARNESS),
-        *(p for p in sys.path if p.endswith(("site-packages", "dist-packages"))),
+        *(p for p in path if p.endswith(("site-packages", "dist-packages"))),
     }
     paths = {os.path.realpath(p) for p in needed if p} | {p for p in needed if p}
     inside = [p for p in paths if os.path.isdir(p) and not _under(p, SYSTEM_PATHS)]
@@ -109,9 +111,25 @@ def interpreter_paths() -> list[str]:
     return sorted(set(inside), key=len)
 
 
-def readable_paths() -> list[str]:
+@functools.cache
+def _interpreter_facts(python: str) -> tuple[str, str, str, tuple[str, ...]]:
+    """(prefix, base prefix, executable, sys.path) of ``python``, asked once."""
+    if python == sys.executable:
+        return sys.prefix, sys.base_prefix, sys.executable, tuple(sys.path)
+    code = "import json, sys; print(json.dumps([sys.prefix, sys.base_prefix, sys.executable, sys.path]))"
+    try:
+        out = subprocess.run(
+            [python, "-I", "-c", code], capture_output=True, text=True, timeout=60, check=True
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise SandboxUnavailable(f"interpreter {python!r} cannot run: {exc}") from exc
+    prefix, base, executable, path = json.loads(out.stdout)
+    return prefix, base, executable, tuple(path)
+
+
+def readable_paths(python: str | None = None) -> list[str]:
     """What a Python run may read (and execute) under Landlock, on either backend."""
-    return [*SYSTEM_PATHS, *interpreter_paths(), *RANDOM_DEVICES, *PROC_GLOBAL]
+    return [*SYSTEM_PATHS, *interpreter_paths(python), *RANDOM_DEVICES, *PROC_GLOBAL]
 
 
 def _under(path: str, roots: tuple[str, ...]) -> bool:
@@ -122,26 +140,29 @@ def _under(path: str, roots: tuple[str, ...]) -> bool:
 class BwrapLauncher:
     backend = "bwrap"
 
-    def __init__(self) -> None:
+    def __init__(self, python: str | None = None) -> None:
         problem = bwrap_problem()
         if problem:
             raise SandboxUnavailable(f"backend='bwrap' is unavailable: {problem}; {INSTALL_HINT}")
         self._binary = bwrap_binary()
         self._userns = _probe(self._binary)[1]
+        self.python = python or sys.executable
+        interpreter_paths(self.python)  # an interpreter that cannot run fails here, once
 
     def spec(self, profile: Profile) -> ServerSpec:
         config = {
             "mode": "init",
             "work_dir": WORK_DIR,
             "scratch_dirs": ["/tmp", "/dev/shm"],
-            "keep_paths": [p for p in interpreter_paths() if p.startswith(("/tmp/", "/dev/shm/"))],
+            "keep_paths": [p for p in interpreter_paths(self.python) if p.startswith(("/tmp/", "/dev/shm/"))],
             "nproc_base": 2,
             "unshare_net": False,  # bwrap already did, unless the profile allows the network
             "coverage": profile.coverage,
-            "read": readable_paths(),
+            "read": readable_paths(self.python),
             "write": ["/tmp", "/dev/shm", *DEVICES],
         }
-        argv = [*bwrap_argv(self._binary, profile, self._userns), "--", sys.executable, "-I", HARNESS]
+        bwrap = bwrap_argv(self._binary, profile, self._userns, self.python)
+        argv = [*bwrap, "--", self.python, "-I", HARNESS]
         argv.append(json.dumps(config))
         return ServerSpec(argv, sandbox_env(home=WORK_DIR, tmp="/tmp"))
 

@@ -33,7 +33,9 @@ logger = logging.getLogger(__name__)
 class LocalLauncher:
     backend = "local"
 
-    def __init__(self) -> None:
+    def __init__(self, python: str | None = None) -> None:
+        self.python = python or sys.executable
+        readable_paths(self.python)  # an interpreter that cannot run fails here, once
         if os.geteuid() == 0:
             confined = (
                 "Landlock keeps Python runs' opens to the system and work folders, but "
@@ -58,10 +60,10 @@ class LocalLauncher:
             "unshare_net": not profile.network,
             "unshare_ipc": True,
             "coverage": profile.coverage,
-            "read": readable_paths(),
+            "read": readable_paths(self.python),
             "write": [root, "/dev/shm", *DEVICES],
         }
-        argv = [sys.executable, "-I", HARNESS, json.dumps(config)]
+        argv = [self.python, "-I", HARNESS, json.dumps(config)]
         return ServerSpec(argv, sandbox_env(home=work_dir, tmp=work_dir), host_dir=root)
 
 

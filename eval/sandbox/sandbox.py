@@ -206,15 +206,20 @@ class ForkServerSandbox:
 
 
 def make_sandbox(
-    backend: str = "auto", limits: SandboxLimits | None = None, workers: int | None = None
+    backend: str = "auto",
+    limits: SandboxLimits | None = None,
+    workers: int | None = None,
+    python: str | None = None,
 ) -> Sandbox:
     """``"auto"``: bwrap where it works (probed once), else local; ``"bwrap"`` raises SandboxUnavailable
-    with the reason and the fix when it cannot run here."""
+    with the reason and the fix when it cannot run here. ``python``: the interpreter Python runs
+    use (e.g. a virtualenv with another version of a library installed); its environment is
+    readable inside the sandbox, nothing else changes."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown sandbox backend {backend!r}; choose one of {BACKENDS}")
     if backend == "auto":
         backend = "bwrap" if bwrap_available() else "local"
-    launcher = BwrapLauncher() if backend == "bwrap" else LocalLauncher()
+    launcher = BwrapLauncher(python) if backend == "bwrap" else LocalLauncher(python)
     return ForkServerSandbox(launcher, limits, workers)
 
 
