@@ -120,11 +120,11 @@ def run(cfg: EditRunConfig, resolved: dict[str, Any]) -> None:
 
     from core.benchmarks import load_benchmark
     from core.editing import load_editor
+    from core.sandbox import make_sandbox
     from eval.apiupdate.report import render_study_report
     from eval.apiupdate.study import EditStudy, StudyOptions
     from eval.generation.base import SamplingConfig
     from eval.generation.hf import HFGenerator
-    from eval.sandbox import make_sandbox
 
     problems = load_benchmark("apiupdate", cfg.benchmark.path).problems
     fmt = _prompt_format(cfg)

@@ -88,9 +88,9 @@ def preflight(cfg: BuildAPIUpdateConfig) -> None:
 
 
 def run(cfg: BuildAPIUpdateConfig, resolved: dict[str, Any]) -> None:
+    from core.sandbox import make_sandbox
     from eval.apiupdate.builder import BuildOptions, build, write
     from eval.apiupdate.report import count_table
-    from eval.sandbox import make_sandbox
 
     options = BuildOptions(
         seed=cfg.seed,

@@ -14,7 +14,7 @@ from core.benchmarks import BenchmarkSource
 from core.config import ModelConfig, register_schema
 from core.errors import ConfigError
 from core.formats import FORMATS
-from eval.sandbox.limits import SandboxLimits
+from core.sandbox.limits import SandboxLimits
 
 STAGES = ("generate", "execute", "score", "all")
 MODEL_KINDS = ("model", "reference", "identity", "replay")

@@ -22,6 +22,7 @@ from core.benchmarks import load_source
 from core.config import wandb_has_key
 from core.formats import PromptFormat, get_format
 from core.layout import TrainedConfig
+from core.sandbox import Sandbox, SandboxLimits, make_sandbox
 from eval.config import EvalConfig
 from eval.execute import execute_samples
 from eval.generate import build_requests, generate_samples
@@ -29,7 +30,6 @@ from eval.generation import SamplingConfig, make_generator
 from eval.languages import check_languages
 from eval.report import render_report
 from eval.samples import SampleStore
-from eval.sandbox import Sandbox, SandboxLimits, make_sandbox
 from eval.scoring import measure_coverage, score
 
 log = logging.getLogger("eval.run")

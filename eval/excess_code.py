@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 from coverage.results import display_covered, format_lines
 
-from eval.sandbox import ExecutionResult, Sandbox, SandboxLimits
+from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
 
 START_TESTS = "### START TESTS ###\n"  # where CanItEdit cuts program_no_test
 # CanItEdit's benchmark/.coveragerc; the sandbox applies the same exclusion (harness.COVERAGE_EXCLUDE).

@@ -16,9 +16,9 @@ from dataclasses import replace
 from typing import Any
 
 from core.problems import Problem
+from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from eval.languages import command_job
 from eval.samples import Key, SampleStore
-from eval.sandbox import ExecutionResult, Sandbox, SandboxLimits
 
 log = logging.getLogger(__name__)
 CHUNK = 64

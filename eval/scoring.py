@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from core.problems import Problem
+from core.sandbox import Sandbox, SandboxLimits
 from eval.excess_code import (
     CoverageError,
     coverage_reports,
@@ -19,7 +20,6 @@ from eval.excess_code import (
 from eval.execute import CHUNK
 from eval.metrics import aggregate_pass_at_k
 from eval.samples import SampleStore
-from eval.sandbox import Sandbox, SandboxLimits
 
 
 def measure_coverage(

@@ -41,7 +41,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from eval.sandbox import bwrap_available, make_sandbox
+from core.sandbox import bwrap_available, make_sandbox
 
 DATA = Path(__file__).resolve().parents[1] / "core" / "data" / "humanevalpack"
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
+from core.sandbox import make_sandbox
 from eval.apiupdate.builder import BuildOptions, build
 from eval.apiupdate.catalogue import TYPES, Modification
 from eval.apiupdate.enforce import EnforcedJob, run_enforced
-from eval.sandbox import make_sandbox
 
 FIXTURES = REPO / "tests" / "fixtures"
 

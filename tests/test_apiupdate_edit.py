@@ -12,9 +12,9 @@ from test_apiupdate_eval import SOURCE, _source
 
 from core.entry import validate_overrides
 from core.formats import FORMATS
+from core.sandbox import make_sandbox
 from eval.apiupdate.builder import BuildOptions, build, write
 from eval.apiupdate_edit import APP, run
-from eval.sandbox import make_sandbox
 
 pytestmark = pytest.mark.slow
 

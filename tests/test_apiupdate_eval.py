@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from test_eval_run import run_eval
 
+from core.sandbox import make_sandbox
 from eval.apiupdate.builder import BuildOptions, build, write
 from eval.apiupdate.catalogue import modifications
 from eval.apiupdate.enforce import EnforcedJob, classify, program, read_report, run_enforced
 from eval.apiupdate.metrics import shapley_split
-from eval.sandbox import make_sandbox
 
 SOURCE = [
     (

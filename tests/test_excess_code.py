@@ -9,6 +9,7 @@ import time
 import pytest
 from coverage.results import display_covered
 
+from core.sandbox import SandboxLimits, make_sandbox
 from eval.excess_code import (
     CoverageError,
     CoverageReport,
@@ -21,7 +22,6 @@ from eval.excess_code import (
     excess_code_stderr,
     mean_median_coverage,
 )
-from eval.sandbox import SandboxLimits, make_sandbox
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from core.benchmarks import FIXTURES
+from core.sandbox import make_sandbox
 from eval.excess_code import (
     COVERAGERC,
     coverage_reports,
@@ -29,7 +30,6 @@ from eval.excess_code import (
     excess_code_of,
     mean_median_coverage,
 )
-from eval.sandbox import make_sandbox
 
 DEAD_CODE = "\n\ndef _unused_helper(values):\n    total = 0\n\n    for v in values:\n        total += v\n    return total\n"
 

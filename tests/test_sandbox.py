@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from eval.sandbox import (
+from core.sandbox import (
     STATUSES,
     ExecutionResult,
     SandboxLimits,

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from eval.sandbox import SandboxLimits, bwrap_available, make_sandbox
-from eval.sandbox.confine import landlock_abi
+from core.sandbox import SandboxLimits, bwrap_available, make_sandbox
+from core.sandbox.confine import landlock_abi
 
 REPO = Path(__file__).resolve().parent.parent
 LIMITS = SandboxLimits(timeout_s=2.0, memory_mb=512, max_output_bytes=100_000, max_processes=64, disk_mb=64)
@@ -306,7 +306,7 @@ def test_host_death_takes_the_runs_along(sandbox, marker, tmp_path):
     script = tmp_path / "host.py"
     script.write_text(
         "import sys\n"
-        "from eval.sandbox import SandboxLimits, make_sandbox\n"
+        "from core.sandbox import SandboxLimits, make_sandbox\n"
         f"sandbox = make_sandbox({sandbox.backend!r}, workers=1)\n"
         f"sandbox.run({program!r}, limits=SandboxLimits(timeout_s=60))\n"
     )

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from eval.sandbox import SandboxUnavailable, make_sandbox
-from eval.sandbox.bwrap import bwrap_available
+from core.sandbox import SandboxUnavailable, make_sandbox
+from core.sandbox.bwrap import bwrap_available
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def test_runs_use_the_given_interpreter_and_its_packages(other_env, backend):
         ok = sandbox.run("import only_here, sys\nprint(sys.prefix)\n", "assert only_here.answer() == 42\n")
         assert ok.passed, (ok.status, ok.stderr)
         assert ok.stdout.strip() == str(other_env.parent.parent)
-        no_project = sandbox.run("import eval.sandbox\n")
+        no_project = sandbox.run("import core.sandbox\n")
         assert not no_project.passed
     with make_sandbox(backend, workers=1) as default:
         assert not default.run("import only_here\n").passed

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.sandbox import Sandbox, SandboxLimits
 from eval.apiupdate.apis import api_calls, references
 from eval.apiupdate.catalogue import (
     TYPES,
@@ -43,7 +44,6 @@ from eval.apiupdate.catalogue import (
 from eval.apiupdate.enforce import EnforcedJob, entry_parameters, run_enforced
 from eval.apiupdate.rewrite import Unrewritable, rewrite
 from eval.apiupdate.sources import SourceProblem, load_source
-from eval.sandbox import Sandbox, SandboxLimits
 
 log = logging.getLogger(__name__)
 SPLITS = ("reliability", "generalization", "specificity", "nonworkaround")

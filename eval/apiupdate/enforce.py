@@ -22,9 +22,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from eval.apiupdate.apis import api_calls, import_aliases, qualified_name, references
 from eval.apiupdate.catalogue import Modification
-from eval.sandbox import ExecutionResult, Sandbox, SandboxLimits
 
 RUNTIME_SOURCE = (Path(__file__).resolve().parent / "runtime.py").read_text()
 REPORT = re.compile(r"^@@apiupdate (\S+) (\{.*\})$", re.MULTILINE)

@@ -13,12 +13,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from core.problems import Problem
+from core.sandbox import Sandbox, SandboxLimits
 from eval.apiupdate.catalogue import Modification
 from eval.apiupdate.enforce import EnforcedJob, run_enforced
 from eval.apiupdate.metrics import score_outcomes
 from eval.execute import CHUNK
 from eval.samples import SampleStore
-from eval.sandbox import Sandbox, SandboxLimits
 
 
 def job_for(problem: Problem, code: str) -> EnforcedJob:

@@ -31,13 +31,13 @@ from typing import Any
 from core.editing import APIUpdate, EditExample, Editor
 from core.formats import PromptFormat
 from core.problems import Problem
+from core.sandbox import Sandbox, SandboxLimits
 from eval.apiupdate.catalogue import Modification, unmodified
 from eval.apiupdate.enforce import EnforcedJob, calls_api, run_enforced
 from eval.apiupdate.metrics import score_outcomes, shapley_rows
 from eval.generate import build_requests
 from eval.generation.base import Generator, SamplingConfig
 from eval.samples import SampleStore
-from eval.sandbox import Sandbox, SandboxLimits
 
 log = logging.getLogger(__name__)
 REGIMES = ("single", "successive")

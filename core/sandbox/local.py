@@ -23,9 +23,9 @@ import subprocess
 import sys
 import tempfile
 
-from eval.sandbox.bwrap import DEVICES, readable_paths
-from eval.sandbox.confine import landlock_abi
-from eval.sandbox.worker import HARNESS, Profile, ServerSpec, sandbox_env
+from core.sandbox.bwrap import DEVICES, readable_paths
+from core.sandbox.confine import landlock_abi
+from core.sandbox.worker import HARNESS, Profile, ServerSpec, sandbox_env
 
 logger = logging.getLogger(__name__)
 

@@ -13,10 +13,10 @@ import time
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from eval.sandbox.cgroup import Cgroup
-from eval.sandbox.harness import read_message, write_message
-from eval.sandbox.limits import SandboxLimits
-from eval.sandbox.result import STATUSES, ExecutionResult
+from core.sandbox.cgroup import Cgroup
+from core.sandbox.harness import read_message, write_message
+from core.sandbox.limits import SandboxLimits
+from core.sandbox.result import STATUSES, ExecutionResult
 
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness.py")
 START_TIMEOUT_S = 60.0

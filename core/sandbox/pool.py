@@ -8,9 +8,9 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
-from eval.sandbox.limits import SandboxLimits
-from eval.sandbox.result import ExecutionResult
-from eval.sandbox.worker import Profile, Worker
+from core.sandbox.limits import SandboxLimits
+from core.sandbox.result import ExecutionResult
+from core.sandbox.worker import Profile, Worker
 
 _STOP = None
 

@@ -7,14 +7,14 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from eval.sandbox import cgroup
-from eval.sandbox.bwrap import BwrapLauncher, bwrap_available
-from eval.sandbox.confine import landlock_abi
-from eval.sandbox.limits import SandboxLimits
-from eval.sandbox.local import LocalLauncher, can_unshare_network
-from eval.sandbox.pool import WorkerPool
-from eval.sandbox.result import ExecutionResult
-from eval.sandbox.worker import Launcher, Profile, Worker
+from core.sandbox import cgroup
+from core.sandbox.bwrap import BwrapLauncher, bwrap_available
+from core.sandbox.confine import landlock_abi
+from core.sandbox.limits import SandboxLimits
+from core.sandbox.local import LocalLauncher, can_unshare_network
+from core.sandbox.pool import WorkerPool
+from core.sandbox.result import ExecutionResult
+from core.sandbox.worker import Launcher, Profile, Worker
 
 BACKENDS = ("auto", "bwrap", "local")
 

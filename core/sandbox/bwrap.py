@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import sys
 
-from eval.sandbox.worker import HARNESS, Profile, SandboxUnavailable, ServerSpec, sandbox_env
+from core.sandbox.worker import HARNESS, Profile, SandboxUnavailable, ServerSpec, sandbox_env
 
 WORK_DIR = "/tmp/work"
 # What compilers, interpreters and their libraries need; /etc for the dynamic linker, alternatives, certificates.

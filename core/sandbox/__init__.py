@@ -1,6 +1,6 @@
 """Sandboxed execution of untrusted generated programs.
 
-    from eval.sandbox import make_sandbox
+    from core.sandbox import make_sandbox
 
     with make_sandbox() as sandbox:  # bwrap where it works, else the weaker local backend
         result = sandbox.run(program, tests)
@@ -10,11 +10,11 @@ See ForkServerSandbox for the semantics and docs/sandbox.md for what each backen
 does not protect.
 """
 
-from eval.sandbox.bwrap import bwrap_available
-from eval.sandbox.limits import SandboxLimits
-from eval.sandbox.result import STATUSES, ExecutionResult
-from eval.sandbox.sandbox import BACKENDS, ForkServerSandbox, Sandbox, make_sandbox
-from eval.sandbox.worker import SandboxUnavailable
+from core.sandbox.bwrap import bwrap_available
+from core.sandbox.limits import SandboxLimits
+from core.sandbox.result import STATUSES, ExecutionResult
+from core.sandbox.sandbox import BACKENDS, ForkServerSandbox, Sandbox, make_sandbox
+from core.sandbox.worker import SandboxUnavailable
 
 __all__ = [
     "BACKENDS",
