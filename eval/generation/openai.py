@@ -9,22 +9,13 @@ written stay in samples.jsonl, so a rerun continues).
 
 from __future__ import annotations
 
-import json
-import os
-import random
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
+from core.openai_client import EndpointError, OpenAIClient
 from eval.generation.base import GenerationRequest, SamplingConfig
 
-RETRYABLE = {408, 409, 429, 500, 502, 503, 504}
-
-
-class EndpointError(RuntimeError):
-    """The endpoint kept failing (or refused the request); finished samples are kept."""
+__all__ = ["EndpointError", "OpenAIGenerator"]
 
 
 class OpenAIGenerator:
@@ -42,32 +33,8 @@ class OpenAIGenerator:
         timeout_s: float = 120.0,
     ):
         self.model, self.base_url, self.chat = model, base_url.rstrip("/"), chat
-        self.api_key = os.environ.get(api_key_env, "")
-        self.concurrency, self.max_retries = concurrency, max_retries
-        self.backoff_s, self.timeout_s = backoff_s, timeout_s
-
-    def _post(self, path: str, body: dict) -> dict:
-        url = f"{self.base_url}{path}"
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        last = ""
-        for attempt in range(self.max_retries + 1):
-            request = urllib.request.Request(
-                url, data=json.dumps(body).encode(), headers=headers, method="POST"
-            )
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                    return json.loads(response.read())
-            except urllib.error.HTTPError as err:
-                last = f"HTTP {err.code}: {err.read()[:300].decode(errors='replace')}"
-                if err.code not in RETRYABLE:
-                    raise EndpointError(f"{url} refused the request ({last})") from err
-            except (urllib.error.URLError, TimeoutError, ConnectionError, json.JSONDecodeError) as err:
-                last = f"{type(err).__name__}: {err}"
-            if attempt < self.max_retries:
-                time.sleep(self.backoff_s * 2**attempt * (0.5 + random.random() / 2))
-        raise EndpointError(f"{url} failed {self.max_retries + 1} times; last error: {last}")
+        self.client = OpenAIClient(base_url, api_key_env, max_retries, backoff_s, timeout_s)
+        self.concurrency = concurrency
 
     def _complete(self, request: GenerationRequest, n: int, sampling: SamplingConfig) -> list[str]:
         body = {
@@ -85,10 +52,10 @@ class OpenAIGenerator:
             body["n"] = n - len(texts)
             if self.chat:
                 messages = [{"role": role, "content": content} for role, content in request.messages]
-                reply = self._post("/chat/completions", {**body, "messages": messages})
+                reply = self.client.post("/chat/completions", {**body, "messages": messages})
                 got = [c["message"]["content"] or "" for c in reply["choices"]]
             else:
-                reply = self._post("/completions", {**body, "prompt": request.prompt})
+                reply = self.client.post("/completions", {**body, "prompt": request.prompt})
                 got = [c["text"] for c in reply["choices"]]
             if not got:
                 raise EndpointError(f"{self.base_url} returned no choices")
