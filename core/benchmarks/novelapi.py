@@ -1,0 +1,127 @@
+"""The novel-API benchmark: tasks that must call an API a model cannot know, scored per knowledge cell.
+
+A built folder (`python -m data_pipeline.novel_api all ...`) holds `tasks.jsonl` (one task per
+row: a context with a `# TODO` line to complete, a description that never names the API, the
+reference, the execute-then-assert tests, the API's public paths and the reference's recorded
+calls), `bundles.jsonl` (the S/E/M knowledge per API) and `discovery.json` (the interpreter of
+the library's new version). Each task becomes one `Problem` whose splits are the knowledge
+cells (`core/knowledge.py`): the instruction is the description plus that cell's knowledge
+text, from the task's own bundle (`retrieval=oracle`) or the bundle a retriever finds for the
+description (`bm25`, `dense`), optionally with the API's name stripped.
+
+Programs run as `novelapi_spy.py`'s source plus one call: the spy wraps every path of the API,
+the candidate and the tests run, and the calls are reported (`read_spy`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from core.knowledge import CELL_PRESETS, render_knowledge
+from core.problems import BenchmarkError, Problem, check_unique, read_jsonl
+
+SPY_SOURCE = (Path(__file__).resolve().parent / "novelapi_spy.py").read_text()
+SPY_LINE = re.compile(r"^@@spy (\S+) (\{.*\})$", re.MULTILINE)
+TASK_FIELDS = ("id", "qualname", "library", "description", "context", "reference", "tests", "paths")
+RETRIEVALS = ("oracle", "bm25", "dense")
+
+
+def program(code: str, paths: list[str], tests: str, token: str) -> str:
+    """The text the sandbox runs for a completion `code` of a task."""
+    return f"{SPY_SOURCE}\n\nnovelapi_main({list(paths)!r}, {code!r}, {tests!r}, {token!r})\n"
+
+
+def read_spy(stdout: str, token: str) -> dict[str, Any] | None:
+    """The spy's last report with this run's token, or None when the run never got that far."""
+    found = None
+    for match in SPY_LINE.finditer(stdout):
+        if match.group(1) == token:
+            try:
+                found = json.loads(match.group(2))
+            except json.JSONDecodeError:
+                found = None
+    return found
+
+
+def instruction(task: dict[str, Any], knowledge: str) -> str:
+    ask = "Complete the code: replace the `# TODO` line so that it does what the description says."
+    text = f"{task['description']}\n\n{ask}"
+    return f"{text}\n\nDocumentation that may help:\n\n{knowledge}" if knowledge else text
+
+
+def load_novelapi(
+    path: str | None,
+    cells: list[str] | None = None,
+    retrieval: str = "oracle",
+    stripped: bool = False,
+    retriever_model: str | None = None,
+    libraries: list[str] | None = None,
+) -> list[Problem]:
+    """Problems of a built folder, one per task, a split per knowledge cell."""
+    if path is None:
+        raise BenchmarkError(
+            "benchmark=novelapi needs benchmark.path=<folder written by python -m data_pipeline.novel_api>"
+        )
+    folder = Path(path)
+    tasks = [r for _, r in read_jsonl(folder / "tasks.jsonl") if r.get("split", "test") == "test"]
+    bundles = {r["qualname"]: r for _, r in read_jsonl(folder / "bundles.jsonl")}
+    discovery = (
+        json.loads((folder / "discovery.json").read_text()) if (folder / "discovery.json").is_file() else {}
+    )
+    chosen = cells or list(CELL_PRESETS)
+    unknown = sorted(set(chosen) - set(CELL_PRESETS))
+    if unknown:
+        raise BenchmarkError(f"benchmark.cells {unknown}: choose from {sorted(CELL_PRESETS)}")
+    if retrieval not in RETRIEVALS:
+        raise BenchmarkError(f"benchmark.retrieval={retrieval!r}: choose one of {RETRIEVALS}")
+    if libraries:
+        tasks = [t for t in tasks if t["library"] in libraries]
+    retrieved = _retrieve(tasks, bundles, retrieval, retriever_model)
+    problems = []
+    for where, task in enumerate(tasks):
+        missing = [k for k in TASK_FIELDS if k not in task]
+        if missing:
+            raise BenchmarkError(f"{folder}/tasks.jsonl row {where + 1}: lacks {missing}")
+        bundle = bundles.get(retrieved[task["id"]])
+        problems.append(
+            Problem(
+                id=str(task["id"]),
+                name=f"{task['qualname']} L{task.get('level', '?')}",
+                before=task["context"],
+                after=task["reference"],
+                tests=task["tests"],
+                instructions={
+                    cell: instruction(
+                        task, render_knowledge(bundle, CELL_PRESETS[cell], stripped) if bundle else ""
+                    )
+                    for cell in chosen
+                },
+                extra={
+                    "qualname": task["qualname"],
+                    "paths": task["paths"],
+                    "library": task["library"],
+                    "signature": task.get("signature"),
+                    "reference_calls": task.get("reference_calls", []),
+                    "level": task.get("level"),
+                    "python": task.get("python") or (discovery.get("python") or {}).get("new"),
+                    "retrieved": retrieved[task["id"]],
+                },
+            )
+        )
+    return check_unique(problems, str(folder))
+
+
+def _retrieve(
+    tasks: list[dict], bundles: dict[str, dict], retrieval: str, model: str | None
+) -> dict[str, str]:
+    """The bundle each task's knowledge comes from: its own, or the retriever's top hit."""
+    if retrieval == "oracle":
+        return {t["id"]: t["qualname"] for t in tasks}
+    from core.retrieval import document_text, make_retriever
+
+    ids = sorted(bundles)
+    retriever = make_retriever(retrieval, [(i, document_text(bundles[i])) for i in ids], model=model)
+    return {t["id"]: (retriever.search(t["description"], 1) or [(t["qualname"], 0.0)])[0][0] for t in tasks}

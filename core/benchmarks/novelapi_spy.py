@@ -1,0 +1,123 @@
+"""The novel-API spy; runs INSIDE the sandbox, under the library version's interpreter.
+
+Standard library only: `core/benchmarks/novelapi.py` embeds this file's source in every task
+program, followed by one call of `novelapi_main(paths, candidate, tests, token)`.
+
+Before the candidate runs, every public path of the target API (`pkg.mod.func`, its
+re-export `pkg.func`, `pkg.mod.Class.method`, a class's constructor) is replaced by one
+wrapper that records each call's arguments, so `from pkg import func` gets the wrapper too.
+Only calls made directly from the candidate's code count (a library function that calls the
+API internally does not make the candidate's use of it). After the tests, a run that never
+called the API fails: a task passes only if the API really ran. Pass or fail, one line
+`@@spy <token> <json>` goes to fd 1 with the calls (argument reprs) and the exception that
+ended the run.
+"""
+
+import contextlib
+import importlib
+import inspect
+import json
+import os
+import sys
+
+_write = os.write  # bound before the candidate runs
+MAX_CALLS = 50
+MAX_REPR = 200
+
+
+def _short(value):
+    try:
+        text = repr(value)
+    except Exception as exc:  # a repr that raises is still a call
+        text = f"<unrepresentable {type(value).__name__}: {type(exc).__name__}>"
+    return text if len(text) <= MAX_REPR else text[: MAX_REPR - 3] + "..."
+
+
+def _owner(path):
+    """(object holding the last attribute, attribute name) for a dotted public path."""
+    parts = path.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            owner = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:-1]:
+            owner = getattr(owner, attr)
+        return owner, parts[-1]
+    raise ImportError(f"cannot import any module of {path}")
+
+
+def install(paths, calls):
+    """Wrap every path's object (once per object); returns the number of paths wrapped."""
+    wrappers = {}
+    wrapped = 0
+    for path in paths:
+        try:
+            owner, name = _owner(path)
+            raw = inspect.getattr_static(owner, name)
+        except (ImportError, AttributeError):
+            continue
+        key = id(raw)
+        if key not in wrappers:
+            wrappers[key] = _wrap(raw, calls, drop_first=inspect.isclass(owner))
+        if wrappers[key] is not None:
+            setattr(owner, name, wrappers[key])
+            wrapped += 1
+    return wrapped
+
+
+def _wrap(raw, calls, drop_first):
+    if isinstance(raw, (staticmethod, classmethod)):
+        inner = _wrap(raw.__func__, calls, drop_first=isinstance(raw, classmethod))
+        return type(raw)(inner)
+    if inspect.isclass(raw):  # the constructor: record __init__'s arguments, keep the class itself
+        init = raw.__init__
+        raw.__init__ = _recorder(init, calls, drop_first=True)
+        return None
+    if not callable(raw):
+        return None
+    return _recorder(raw, calls, drop_first)
+
+
+def _recorder(function, calls, drop_first):
+    def spy(*args, **kwargs):
+        caller = sys._getframe(1).f_code.co_filename
+        if caller == "<candidate>" and len(calls) < MAX_CALLS:
+            shown = args[1:] if drop_first else args
+            calls.append(
+                {"args": [_short(a) for a in shown], "kwargs": {k: _short(v) for k, v in kwargs.items()}}
+            )
+        return function(*args, **kwargs)
+
+    for attr in ("__name__", "__qualname__", "__doc__", "__module__", "__wrapped__"):
+        with contextlib.suppress(AttributeError, TypeError):
+            setattr(spy, attr, getattr(function, attr) if attr != "__wrapped__" else function)
+    return spy
+
+
+def _failure(exc, phase):
+    tb, where = exc.__traceback__, ""
+    while tb is not None:
+        where = tb.tb_frame.f_code.co_filename
+        tb = tb.tb_next
+    return {"type": type(exc).__name__, "message": str(exc)[:300], "phase": phase, "where": where}
+
+
+def novelapi_main(paths, candidate, tests, token):
+    """Run `candidate` then `tests` in one namespace with the spy installed; report the calls."""
+    calls = []
+    report = {"calls": calls, "wrapped": install(paths, calls), "error": None}
+    namespace = {"__name__": "__main__"}
+    phase = "candidate"
+    try:
+        exec(compile(candidate, "<candidate>", "exec", dont_inherit=True), namespace)
+        phase = "tests"
+        exec(compile(tests, "<tests>", "exec", dont_inherit=True), namespace)
+        phase = "spy"
+        if not calls:
+            raise AssertionError("the target API was never called")
+    except BaseException as exc:
+        report["error"] = _failure(exc, phase)
+        raise
+    finally:
+        _write(1, f"\n@@spy {token} {json.dumps(report)}\n".encode("utf-8", "replace"))

@@ -1,0 +1,317 @@
+"""Novel-API tasks: a context with a `# TODO` line to complete, a description that never names the
+API, and execute-then-assert tests; every task is checked against its own reference (C1).
+
+Generators (pluggable, `generator=deterministic|llm`):
+
+- **deterministic** (always works offline): from each bundle's validated examples, the first
+  call of the API becomes three tasks. L1: the context imports the module and holds the
+  example's setup; the `# TODO` line is the call with its literal arguments. L2: the literal
+  arguments become `solve`'s parameters and the module import moves into the masked span.
+  L3: the example's setup statements move into the span too (the whole body when there are none).
+- **llm**: a served model (OpenAI-compatible, `core/openai_client.py`) writes the reference with
+  the prompt template in `configs/novel_api/task_prompt.yaml`; the same harness, spy and C1 apply.
+
+Tests are built by running the reference under the spy with the new version's interpreter
+(`core.sandbox`, interpreter option): its output becomes the expected value, its recorded calls
+the reference calls (Param_corr compares against them). The assertion message names both values
+and their types (`expected X (list), got Y (tuple)`), which the failure classifier reads.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import secrets
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from core.benchmarks.novelapi import program, read_spy
+from core.sandbox import Sandbox
+
+TODO = "# TODO: complete this step"
+LEVELS = (1, 2, 3)
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A task before its tests exist: where its reference and context come from."""
+
+    id: str
+    qualname: str
+    level: int
+    description: str
+    context: str
+    reference: str
+    call: str  # how the tests call it: "solve()" or "solve(10, 3)"
+
+
+def strip_name(text: str, bundle: dict[str, Any]) -> str:
+    """`text` with every spelling of the API's name replaced, so a description never names it."""
+    names = {bundle["qualname"], *bundle.get("paths", []), bundle["qualname"].rsplit(".", 1)[-1]}
+    for name in sorted(names, key=len, reverse=True):
+        text = re.sub(rf"`?\b{re.escape(name)}\b(\(\))?`?", "the function", text)
+    return text
+
+
+def describe(bundle: dict[str, Any], inputs: str) -> str:
+    prose = (bundle.get("M") or {}).get("prose") or ""
+    first = re.split(r"(?<=[.!?])\s", prose.strip(), maxsplit=1)[0] if prose.strip() else ""
+    library = bundle["library"]
+    text = f"Using the `{library}` library: {first}".rstrip()
+    if inputs:
+        text += f" Inputs: {inputs}."
+    return strip_name(text + " The answer is what `solve` returns.", bundle)
+
+
+def _target_call(tree: ast.Module, short: str) -> tuple[int, ast.Call] | None:
+    for index, stmt in enumerate(tree.body):
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = (
+                    func.id
+                    if isinstance(func, ast.Name)
+                    else func.attr
+                    if isinstance(func, ast.Attribute)
+                    else None
+                )
+                if name == short or (short == "__init__" and isinstance(func, ast.Name)):
+                    return index, node
+    return None
+
+
+def _free_names(nodes: list[ast.AST], bound: set[str]) -> list[str]:
+    import builtins
+
+    names = []
+    for node in nodes:
+        for sub in ast.walk(node):
+            free = isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in bound
+            if free and not hasattr(builtins, sub.id) and sub.id not in names:
+                names.append(sub.id)
+    return names
+
+
+def drafts(bundle: dict[str, Any]) -> list[Draft]:
+    """Up to three tasks (L1-L3) from the first example whose code calls the API."""
+    module = bundle["module"]
+    short = bundle["qualname"].rsplit(".", 1)[-1]
+    for example in bundle.get("E", []):
+        try:
+            tree = ast.parse(example["code"])
+        except SyntaxError:
+            continue
+        found = _target_call(tree, short)
+        if found is None:
+            continue
+        index, call = found
+        setup = tree.body[:index]
+        bound = {
+            t.id
+            for s in setup
+            for t in ast.walk(s)
+            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+        }
+        bound |= {
+            a.asname or a.name.split(".")[0]
+            for s in setup
+            if isinstance(s, (ast.Import, ast.ImportFrom))
+            for a in s.names
+        }
+        free = [n for n in _free_names([*setup, call], bound) if n != short]
+        imports = f"import {module}\n" + (f"from {module} import {', '.join(free)}\n" if free else "")
+        target = _qualified(call, module, short)
+        return _levels(bundle, imports, [ast.unparse(s) for s in setup], target, call)
+    return []
+
+
+def _qualified(call: ast.Call, module: str, short: str) -> str:
+    """The call as source, a bare API name qualified with its module."""
+    if isinstance(call.func, ast.Name) and call.func.id == short:
+        call = ast.Call(
+            func=ast.Attribute(value=ast.Name(id=module), attr=short), args=call.args, keywords=call.keywords
+        )
+    return ast.unparse(call)
+
+
+def _literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _levels(bundle: dict, imports: str, setup: list[str], target: str, call: ast.Call) -> list[Draft]:
+    qual = bundle["qualname"]
+    body = "".join(f"    {line}\n" for s in setup for line in s.splitlines())
+    literals = [a for a in call.args if _literal(a)] + [
+        k.value for k in call.keywords if k.arg and _literal(k.value)
+    ]
+    shown = ", ".join(ast.unparse(a) for a in call.args if _literal(a))
+    shown = ", ".join(
+        filter(None, [shown, *(ast.unparse(k) for k in call.keywords if k.arg and _literal(k.value))])
+    )
+    out = []
+    description = describe(bundle, shown)
+    l1_ref = f"{imports}\n\ndef solve():\n{body}    result = {target}\n    return result\n"
+    l1_ctx = l1_ref.replace(f"    result = {target}\n", f"    {TODO}\n")
+    out.append(Draft(f"{qual}/L1", qual, 1, description, l1_ctx, l1_ref, "solve()"))
+    if not literals:
+        return out
+    params = [f"arg{i}" for i in range(len(literals))]
+    mapping = {id(a): p for a, p in zip(literals, params, strict=True)}
+    args = [mapping.get(id(a), ast.unparse(a)) for a in call.args]
+    keywords = [
+        f"{k.arg}={mapping.get(id(k.value), ast.unparse(k.value))}" if k.arg else f"**{ast.unparse(k.value)}"
+        for k in call.keywords
+    ]
+    head = target.split("(", 1)[0]
+    generic = f"{head}({', '.join(args + keywords)})"
+    values = ", ".join(ast.unparse(a) for a in literals)
+    signature = f"def solve({', '.join(params)}):\n"
+    described = describe(bundle, f"the arguments {', '.join(params)} of `solve`")
+    l2_ref = f"{imports}\n\n{signature}{body}    result = {generic}\n    return result\n"
+    l2_ctx = f"\n\n{signature}{body}    {TODO}\n    return result\n"
+    out.append(Draft(f"{qual}/L2", qual, 2, described, l2_ctx, l2_ref, f"solve({values})"))
+    span = "".join(f"    {line}\n" for line in imports.splitlines()) + body + f"    result = {generic}\n"
+    l3_ref = f"{signature}{span}    return result\n"
+    l3_ctx = f"{signature}    {TODO}\n    return result\n"
+    out.append(Draft(f"{qual}/L3", qual, 3, described, l3_ctx, l3_ref, f"solve({values})"))
+    return out
+
+
+CAPTURE = """
+_value = {call}
+print("@@out", repr(repr(_value)), repr(type(_value).__name__))
+print("@@out2", repr(repr({call})))
+"""
+
+ASSERT = """
+_expected = {expected}
+_got = {call}
+assert _got == _expected, (
+    f"expected {{_expected!r}} ({{type(_expected).__name__}}), got {{_got!r}} ({{type(_got).__name__}})"
+)
+"""
+
+ASSERT_REPR = """
+_expected = {expected!r}
+_got = {call}
+assert repr(_got) == _expected, f"expected {{_expected}} ({type_name}), got {{_got!r}} ({{type(_got).__name__}})"
+"""
+
+
+def _unique(calls: list[dict]) -> list[dict]:
+    seen: dict[str, dict] = {}
+    for call in calls:
+        seen.setdefault(json.dumps(call, sort_keys=True), call)
+    return list(seen.values())
+
+
+def _tests(out_repr: str, type_name: str, call: str) -> str:
+    """Assertions on the reference's captured output: by value when its repr is a literal."""
+    try:
+        ast.literal_eval(out_repr)
+        return ASSERT.format(expected=out_repr, call=call)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return ASSERT_REPR.format(expected=out_repr, call=call, type_name=type_name)
+
+
+@dataclass
+class TaskBuilder:
+    """Runs references under the spy with the new version's interpreter; counts every drop."""
+
+    sandbox: Sandbox
+    dropped: Counter
+
+    def finish(self, bundle: dict[str, Any], drafts_: list[Draft]) -> list[dict[str, Any]]:
+        paths = bundle.get("paths") or [bundle["qualname"]]
+        tokens = [secrets.token_hex(8) for _ in drafts_]
+        capture = [
+            (program(d.reference, paths, CAPTURE.format(call=d.call), t), "")
+            for d, t in zip(drafts_, tokens, strict=True)
+        ]
+        tasks = []
+        for draft, token, result in zip(drafts_, tokens, self.sandbox.run_many(capture), strict=True):
+            lines = dict(re.findall(r"^(@@out2?) (.*)$", result.stdout, re.MULTILINE))
+            if not result.passed or "@@out" not in lines:
+                self.dropped["reference_fails"] += 1
+                continue
+            first, type_name = (ast.literal_eval(x) for x in lines["@@out"].rsplit(" ", 1))
+            if ast.literal_eval(lines["@@out2"]) != first:
+                self.dropped["unstable_output"] += 1
+                continue
+            spy = read_spy(result.stdout, token) or {}
+            tasks.append(
+                {
+                    "id": draft.id,
+                    "qualname": draft.qualname,
+                    "library": bundle["library"],
+                    "version": bundle.get("version"),
+                    "level": draft.level,
+                    "description": draft.description,
+                    "context": draft.context,
+                    "reference": draft.reference,
+                    "tests": _tests(first, type_name, draft.call),
+                    "paths": paths,
+                    "signature": (bundle.get("S") or {}).get("signature"),
+                    "reference_calls": _unique(spy.get("calls", [])),  # the capture calls solve twice
+                    "generator": "deterministic",
+                }
+            )
+        return self.check_c1(tasks)
+
+    def check_c1(self, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """C1: the reference passes its own tests, with the API called (always checked)."""
+        tokens = [secrets.token_hex(8) for _ in tasks]
+        jobs = [
+            (program(t["reference"], t["paths"], t["tests"], k), "")
+            for t, k in zip(tasks, tokens, strict=True)
+        ]
+        kept = []
+        for task, result in zip(tasks, self.sandbox.run_many(jobs) if jobs else [], strict=True):
+            if result.passed:
+                kept.append({**task, "c1": True})
+            else:
+                self.dropped["c1_failed"] += 1
+        return kept
+
+
+def build_tasks(
+    bundles: list[dict[str, Any]],
+    sandbox: Sandbox,
+    generate: Callable[[dict[str, Any]], list[Draft]] = drafts,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(tasks, manifest): every bundle yields tasks or a counted reason."""
+    dropped: Counter = Counter()
+    builder = TaskBuilder(sandbox, dropped)
+    tasks: list[dict[str, Any]] = []
+    for bundle in bundles:
+        made = generate(bundle)
+        if not made:
+            dropped["no_usable_example"] += 1
+        else:
+            kept = builder.finish(bundle, made)
+            tasks += kept
+        if progress:
+            progress(1)
+    apis_with_tasks = len({t["qualname"] for t in tasks})
+    manifest = {
+        "bundles": len(bundles),
+        "apis_with_tasks": apis_with_tasks,
+        "tasks": len(tasks),
+        "per_level": dict(Counter(t["level"] for t in tasks)),
+        "dropped": dict(dropped),
+    }
+    return tasks, manifest
+
+
+def write_jsonl(rows: list[dict[str, Any]], path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    tmp.replace(path)

@@ -1,0 +1,121 @@
+"""Novel-API tasks from a bundle: three levels, descriptions that never name the API, tests built by
+running the reference under the spy with the library's own interpreter, C1, and the spy failing a
+solution that reimplements the API instead of calling it."""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from core.benchmarks.novelapi import program, read_spy
+from core.sandbox import make_sandbox
+from data_pipeline.novel_api.tasks import TODO, build_tasks, drafts
+
+NOVLIB = {
+    "__init__.py": "from novlib.text import slugify\n",
+    "text.py": (
+        "def _clean(text):\n    return ''.join(c if c.isalnum() else ' ' for c in text.lower())\n\n\n"
+        "def slugify(text, sep='-', max_len=None):\n"
+        "    words = _clean(text).split()\n    out = sep.join(words)\n"
+        "    return out[:max_len] if max_len else out\n\n\n"
+        "def title_slug(text):\n    return slugify(text.title(), sep='_')\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def python(tmp_path_factory) -> str:
+    root = tmp_path_factory.mktemp("novlib-env")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "env")], check=True)
+    site = next((root / "env" / "lib").glob("python*/site-packages"))
+    (site / "novlib").mkdir()
+    for name, text in NOVLIB.items():
+        (site / "novlib" / name).write_text(text)
+    return str(root / "env" / "bin" / "python")
+
+
+@pytest.fixture(scope="module")
+def sandbox(python):
+    with make_sandbox(workers=2, python=python) as sb:
+        yield sb
+
+
+BUNDLE = {
+    "qualname": "novlib.text.slugify",
+    "library": "novlib",
+    "version": "2.0",
+    "module": "novlib.text",
+    "paths": ["novlib.slugify", "novlib.text.slugify"],
+    "S": {"name": "novlib.text.slugify", "signature": "slugify(text, sep='-', max_len=None)"},
+    "E": [
+        {"code": "print('no call here')", "output": "no call here\n"},
+        {"code": "title = 'Hello, World'\nslugify(title, sep='+', max_len=8)", "output": "'hello+wo'"},
+    ],
+    "M": {
+        "prose": "Turn text into a URL slug with slugify(). Non-alphanumerics become separators.",
+        "code": "",
+    },
+}
+
+
+def test_three_levels_pass_c1_and_never_name_the_api(sandbox):
+    tasks, manifest = build_tasks([BUNDLE], sandbox)
+    assert [t["level"] for t in tasks] == [1, 2, 3] and all(t["c1"] for t in tasks)
+    assert manifest["dropped"] == {}
+    for task in tasks:
+        assert "slugify" not in task["description"].lower()
+        assert TODO in task["context"] and TODO not in task["reference"]
+        assert "'hello+wo'" in task["tests"]
+        assert task["reference_calls"] == [
+            {"args": ["'Hello, World'"], "kwargs": {"sep": "'+'", "max_len": "8"}}
+        ]
+    l1, l2, l3 = tasks
+    assert "import novlib.text" in l1["context"] and "import novlib.text" not in l2["context"]
+    assert "title = 'Hello, World'" in l1["context"] and "title" not in l3["context"]
+
+
+def _run(sandbox, code, task):
+    token = secrets.token_hex(4)
+    result = sandbox.run(program(code, task["paths"], task["tests"], token), "")
+    return result, read_spy(result.stdout, token)
+
+
+def test_the_spy_fails_a_reimplementation_and_accepts_every_alias(sandbox):
+    task = build_tasks([BUNDLE], sandbox)[0][1]  # L2: solve(arg0, arg1)
+    assert task["reference"].count("novlib.text.slugify(") == 1
+    reimplemented = (
+        "def solve(arg0, arg1):\n    title = 'Hello, World'\n"
+        "    words = ''.join(c if c.isalnum() else ' ' for c in title.lower()).split()\n"
+        "    return arg0.join(words)[:arg1]\n"
+    )
+    result, spy = _run(sandbox, reimplemented, task)
+    assert (
+        not result.passed
+        and spy["calls"] == []
+        and spy["error"]["message"] == "the target API was never called"
+    )
+    through_a_library_helper = (
+        "import novlib.text\ndef solve(arg0, arg1):\n    return novlib.text.title_slug('x')\n"
+    )
+    result, spy = _run(sandbox, through_a_library_helper, task)
+    assert not result.passed and spy["calls"] == []  # the library's own call does not count
+    alias = "from novlib import slugify\ndef solve(arg0, arg1):\n    return slugify('Hello, World', sep=arg0, max_len=arg1)\n"
+    result, spy = _run(sandbox, alias, task)
+    assert result.passed, result.stderr
+    assert spy["calls"] == [{"args": ["'Hello, World'"], "kwargs": {"sep": "'+'", "max_len": "8"}}]
+    wrong_type = "from novlib import slugify\ndef solve(a, b):\n    return list(slugify('Hello, World', sep=a, max_len=b))\n"
+    result, _ = _run(sandbox, wrong_type, task)
+    assert not result.passed and "expected 'hello+wo' (str), got [" in result.stderr
+
+
+def test_unusable_bundles_are_counted(sandbox):
+    no_call = {**BUNDLE, "E": [BUNDLE["E"][0]]}
+    raises = {**BUNDLE, "qualname": "novlib.text.slugify", "E": [{"code": "slugify(None)", "output": ""}]}
+    tasks, manifest = build_tasks([no_call, raises], sandbox)
+    assert tasks == []
+    assert manifest["dropped"] == {"no_usable_example": 1, "reference_fails": 3}  # per task (L1-L3)
+    assert Counter(d.level for d in drafts(BUNDLE)) == Counter({1: 1, 2: 1, 3: 1})
