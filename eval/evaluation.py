@@ -138,6 +138,13 @@ class EvalRun:
 
                 execute_apiupdate(self.store, self.problems, self.sandbox, s.limits, bar.update)
                 return
+            if self.benchmark.name == "novelapi":  # the spy, under each library version's interpreter
+                from eval.novelapi.stages import execute_novelapi
+
+                execute_novelapi(
+                    self.store, self.problems, s.backend, s.limits, s.workers, s.max_code_bytes, bar.update
+                )
+                return
             execute_samples(
                 self.store,
                 self.problems,
@@ -154,6 +161,12 @@ class EvalRun:
 
             scored = score_apiupdate(self.store, self.problems, self.splits, self.cfg.score.ks)
             report = render_eval_report(self.cfg.model.name, scored, self.cfg.score.ks)
+        elif self.benchmark.name == "novelapi":  # pass@k, API_acc, Param_corr, failure classes per cell
+            from eval.novelapi.stages import render_novelapi_report, score_novelapi
+
+            scored = score_novelapi(self.store, self.problems, self.splits, self.cfg.score.ks)
+            plot = self.out / "failure_classes.png"
+            report = render_novelapi_report(self.cfg.model.name, scored, self.cfg.score.ks, plot)
         else:
             if self.cfg.score.excess_code:
                 self._measure_coverage()
@@ -170,7 +183,7 @@ class EvalRun:
         (self.out / "report.md").write_text(report)
         if self.cfg.wandb.enabled:
             self._log_wandb(results)
-        if self.benchmark.name == "apiupdate":
+        if self.benchmark.name in ("apiupdate", "novelapi"):
             results["report"] = report  # printed whole: its tables are not pass@k's
         return results
 

@@ -205,6 +205,11 @@ assert repr(_got) == _expected, f"expected {{_expected}} ({type_name}), got {{_g
 """
 
 
+def _parameters(signature: str | None) -> str | None:
+    """`name(a, b=2)` -> `(a, b=2)`: the form signature parsers take."""
+    return signature[signature.index("(") :] if signature and "(" in signature else signature
+
+
 def _unique(calls: list[dict]) -> list[dict]:
     seen: dict[str, dict] = {}
     for call in calls:
@@ -258,7 +263,7 @@ class TaskBuilder:
                     "reference": draft.reference,
                     "tests": _tests(first, type_name, draft.call),
                     "paths": paths,
-                    "signature": (bundle.get("S") or {}).get("signature"),
+                    "signature": _parameters((bundle.get("S") or {}).get("signature")),
                     "reference_calls": _unique(spy.get("calls", [])),  # the capture calls solve twice
                     "generator": "deterministic",
                 }

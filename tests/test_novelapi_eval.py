@@ -1,0 +1,134 @@
+"""`python -m eval.run benchmark=novelapi`: scripted answers per knowledge cell give exactly the
+expected pass@k, API_acc, Param_corr and failure classes; the report has the per-cell table and
+the stacked bar plot; retrieval and stripped bundles change what the instruction shows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_eval_run import run_eval
+from test_novel_tasks import BUNDLE, python, sandbox  # noqa: F401  (fixtures)
+
+from core.benchmarks import BenchmarkSource, load_source
+from data_pipeline.novel_api.tasks import build_tasks, write_jsonl
+
+SECOND = {
+    **BUNDLE,
+    "qualname": "novlib.text.title_slug",
+    "paths": ["novlib.text.title_slug"],
+    "S": {"name": "novlib.text.title_slug", "signature": "title_slug(text)"},
+    "E": [{"code": "title_slug('big news')", "output": "'Big_News'"}],
+    "M": {"prose": "Make a title-cased slug joined by underscores.", "code": "def title_slug(text): ..."},
+}
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory, sandbox, python) -> Path:  # noqa: F811
+    out = tmp_path_factory.mktemp("novel")
+    tasks, _ = build_tasks([BUNDLE, SECOND], sandbox)
+    keep = {("novlib.text.slugify", 2), ("novlib.text.title_slug", 1)}
+    tasks = [{**t, "split": "test"} for t in tasks if (t["qualname"], t["level"]) in keep]
+    write_jsonl(tasks, out / "tasks.jsonl")
+    write_jsonl([BUNDLE, SECOND], out / "bundles.jsonl")
+    (out / "discovery.json").write_text(json.dumps({"library": "novlib", "python": {"new": python}}))
+    return out
+
+
+CELLS = ["baseline", "S", "E", "Full"]
+
+
+def test_replay_gives_exact_metrics_and_classes(folder, tmp_path):
+    slug = "slugify('Hello, World', sep=arg0, max_len=arg1)"
+    answers = {
+        # cell -> five completions for the slugify task (L2: solve(arg0='+', arg1=8))
+        "baseline": [
+            "def solve(arg0, arg1):\n    return 'hello+wo'\n",  # reimplements: WrongAPISelection
+            "def solve(arg0, arg1)\n    return 1\n",  # WrongSyntax
+            "from novlib import slugify\ndef solve(arg0, arg1):\n    return "
+            + slug.replace("sep=", "separator=")
+            + "\n",
+            "import novlib.txt\ndef solve(arg0, arg1):\n    return 1\n",  # WrongImport
+            "def solve(arg0, arg1):\n    return 'hello+wo'\n",
+        ],
+        "Full": [
+            "from novlib import slugify\ndef solve(arg0, arg1):\n    return "
+            + slug
+            + "\n",  # OK, params right
+            "import novlib.text\ndef solve(arg0, arg1):\n    return novlib.text." + slug + "\n",  # OK
+            "from novlib import slugify\ndef solve(arg0, arg1):\n    return slugify('Hello, World', arg0, 8)\n",  # OK
+            "from novlib import slugify\ndef solve(arg0, arg1):\n    return list("
+            + slug
+            + ")\n",  # WrongShapeDtype
+            "from novlib import slugify\ndef solve(arg0, arg1):\n    return slugify('Hello', sep=arg0)\n",  # WrongParam
+        ],
+    }
+    problems = {
+        p.name.split(" ")[0]: p
+        for p in load_source(BenchmarkSource(name="novelapi", path=str(folder))).problems
+    }
+    slug_id = problems["novlib.text.slugify"].id
+    script = [{"problem": slug_id, "split": cell, "completions": texts} for cell, texts in answers.items()]
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("".join(json.dumps(s) + "\n" for s in script))
+    out = tmp_path / "run"
+    results = run_eval(
+        [
+            "benchmark=novelapi",
+            f"benchmark.path={folder}",
+            "benchmark.cells=[baseline,Full]",
+            "benchmark.limit=null",
+            "model=replay",
+            f"model.path={replay}",
+            "gen.n=5",
+            "score.ks=[1,5]",
+            f"out={out}",
+        ]
+    )
+    m = results["metrics"]
+    # the title_slug task has no script: empty completions (WrongSyntax), 0 everywhere
+    assert m["Full"]["pass@1"] == pytest.approx((3 / 5 + 0) / 2) and m["Full"]["pass@5"] == pytest.approx(0.5)
+    assert m["Full"]["api_acc"] == pytest.approx((5 / 5 + 0) / 2)
+    assert m["Full"]["param_corr"] == pytest.approx(
+        (4 / 5 + 0) / 2
+    )  # positional sep counts; the list() wrapper calls right
+    assert m["baseline"]["pass@1"] == 0.0 and m["baseline"]["api_acc"] == pytest.approx((1 / 5) / 2)
+    assert m["Full"]["classes"] == {
+        "OK": 3,
+        "WrongSyntax": 5,
+        "WrongImport": 0,
+        "WrongAPISelection": 0,
+        "WrongParam": 1,
+        "WrongShapeDtype": 1,
+        "WrongLogic": 0,
+    }
+    assert m["baseline"]["classes"] == {
+        "OK": 0,
+        "WrongSyntax": 6,
+        "WrongImport": 1,
+        "WrongAPISelection": 2,
+        "WrongParam": 1,
+        "WrongShapeDtype": 0,
+        "WrongLogic": 0,
+    }
+    report = (out / "report.md").read_text()
+    assert "| Full | 2 | 10 | 30.0 | 50.0 | 50.0 | 40.0 |" in report
+    assert (out / "failure_classes.png").stat().st_size > 1000
+
+
+def test_cells_retrieval_and_stripped_bundles(folder):
+    full = load_source(BenchmarkSource(name="novelapi", path=str(folder), cells=CELLS)).problems
+    slug = next(p for p in full if p.extra["qualname"].endswith("slugify"))
+    assert set(slug.instructions) == set(CELLS)
+    assert "slugify" not in slug.instructions["baseline"]
+    assert "slugify(text, sep='-', max_len=None)" in slug.instructions["S"]
+    assert "Examples" in slug.instructions["E"] and "Signature" not in slug.instructions["E"]
+    stripped = load_source(
+        BenchmarkSource(name="novelapi", path=str(folder), cells=["Full"], bundle="stripped")
+    )
+    assert all("slugify" not in p.instructions["Full"] for p in stripped.problems)
+    bm25 = load_source(
+        BenchmarkSource(name="novelapi", path=str(folder), cells=["S"], retrieval="bm25")
+    ).problems
+    assert {p.extra["retrieved"] for p in bm25} <= {"novlib.text.slugify", "novlib.text.title_slug"}
