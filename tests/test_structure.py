@@ -70,9 +70,9 @@ def loads(monkeypatch):
     calls: list[tuple] = []
     real = core.benchmarks.load_benchmark
 
-    def spy(name, path=None, languages=None, variant="fixtests"):
+    def spy(name, path=None, languages=None, variant="fixtests", source=None):
         calls.append((name, path, tuple(languages or ()), variant))
-        return real(name, path, languages, variant)
+        return real(name, path, languages, variant, source)
 
     monkeypatch.setattr(core.benchmarks, "load_benchmark", spy)
     return calls

@@ -1,0 +1,216 @@
+"""The config schema and stages of `python -m data_pipeline.novel_api` (see `__main__.py`)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.config import CONFIG_DIR, register_schema
+from core.entry import App
+from core.errors import ConfigError, UserError
+from core.hub import existing_path
+
+STAGES = ("discover", "bundles", "tasks", "validate", "corpus", "all")
+TASK_PROMPT = CONFIG_DIR / "novel_api" / "task_prompt.yaml"
+log = logging.getLogger("data_pipeline.novel_api")
+
+
+@dataclass
+class LLMConfig:
+    """A served model (OpenAI-compatible) for LLM task generation."""
+
+    model: str | None = None
+    base_url: str = "https://api.openai.com/v1"
+    api_key_env: str = "OPENAI_API_KEY"
+    template: str = str(TASK_PROMPT)
+    temperature: float = 0.2
+
+
+@dataclass
+class TasksConfig:
+    generator: str = "deterministic"  # deterministic (offline) | llm
+    llm: LLMConfig = field(default_factory=LLMConfig)
+
+
+@dataclass
+class ValidateConfig:
+    """C2 (the base model fails >= 2 of 3 samples without knowledge) and C3 (a strong model solves it
+    with the full bundle) need served models; left null, they are skipped and recorded as such."""
+
+    base_model: str | None = None
+    strong_model: str | None = None
+    base_url: str = "https://api.openai.com/v1"
+    api_key_env: str = "OPENAI_API_KEY"
+    samples: int = 3
+
+
+@dataclass
+class CorpusConfig:
+    kinds: list[str] = field(default_factory=lambda: ["sft", "raft"])
+    test_fraction: float = 0.3  # of the APIs (tasks are split by API)
+    holdout: str | None = None  # a library: leave-one-library-out (its tasks are the test split)
+    seed: int = 0
+    # RAFT (Zhang et al. 2024): the oracle among k distractors, present in a fraction P of the rows
+    distractors: int = 4
+    oracle_fraction: float = 0.8
+    negatives: str = "random"  # random | retrieved (BM25 hard negatives)
+
+
+@dataclass
+class NovelSandboxConfig:
+    backend: str = "auto"
+    workers: int | None = None
+    timeout_s: float = 15.0
+
+
+@dataclass
+class NovelAPIConfig:
+    stage: str = "all"
+    library: str = ""
+    import_name: str | None = None  # the module to import, when it differs from the distribution name
+    old: str = ""  # a version, or a cutoff date (YYYY-MM-DD): the last release before it
+    new: str = ""
+    old_wheel: str | None = None  # install these files instead of the registry's
+    new_wheel: str | None = None
+    out: str = "data/novel/library"
+    min_doc_words: int = 5
+    example_timeout_s: float = 10.0
+    tasks: TasksConfig = field(default_factory=TasksConfig)
+    checks: ValidateConfig = field(default_factory=ValidateConfig)  # the validate stage (C2, C3)
+    corpus: CorpusConfig = field(default_factory=CorpusConfig)
+    sandbox: NovelSandboxConfig = field(default_factory=NovelSandboxConfig)
+
+    def validate(self) -> None:
+        if self.stage not in STAGES:
+            raise ConfigError(f"stage={self.stage!r}: choose one of {STAGES}")
+        if self.stage in ("discover", "all") and not (self.library and self.old and self.new):
+            raise ConfigError(f"stage {self.stage} needs library=NAME old=VERSION|DATE new=VERSION")
+        if self.tasks.generator not in ("deterministic", "llm"):
+            raise ConfigError(f"tasks.generator={self.tasks.generator!r}: choose deterministic or llm")
+        if self.tasks.generator == "llm" and not self.tasks.llm.model:
+            raise ConfigError("tasks.generator=llm needs tasks.llm.model=<served model name>")
+        unknown = sorted(set(self.corpus.kinds) - {"sft", "raft"})
+        if unknown or not self.corpus.kinds:
+            raise ConfigError(f"corpus.kinds={self.corpus.kinds}: choose from [sft, raft]")
+        if not 0 < self.corpus.test_fraction < 1:
+            raise ConfigError("corpus.test_fraction must be between 0 and 1")
+
+
+register_schema("novel_api_schema", NovelAPIConfig)
+
+
+def preflight(cfg: NovelAPIConfig) -> None:
+    for key in ("old_wheel", "new_wheel"):
+        if getattr(cfg, key):
+            existing_path(getattr(cfg, key), key)
+    if cfg.stage not in ("discover", "all"):
+        existing_path(str(Path(cfg.out) / "discovery.json"), "out", "run the discover stage first")
+
+
+def run(cfg: NovelAPIConfig, resolved: dict[str, Any]) -> None:
+    out = Path(cfg.out)
+    started = time.monotonic()
+    order = STAGES[:-1] if cfg.stage == "all" else (cfg.stage,)
+    for stage in order:
+        summary = STEPS[stage](cfg, out)
+        log.info("%s: %s (%.0f s)", stage, json.dumps(summary), time.monotonic() - started)
+
+
+def _discover(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
+    from data_pipeline.novel_api.discover import discover
+
+    manifest = discover(
+        cfg.library,
+        cfg.old,
+        cfg.new,
+        out,
+        cfg.import_name,
+        Path(cfg.old_wheel) if cfg.old_wheel else None,
+        Path(cfg.new_wheel) if cfg.new_wheel else None,
+        cfg.min_doc_words,
+    )
+    return manifest["counts"]
+
+
+def _bundles(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
+    from data_pipeline.novel_api.bundles import build_bundles
+
+    return build_bundles(out, cfg.example_timeout_s)
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        raise UserError(f"{path} does not exist; run the stage that writes it first")
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _sandbox(cfg: NovelAPIConfig, out: Path):
+    from core.sandbox import SandboxLimits, make_sandbox
+
+    python = json.loads((out / "discovery.json").read_text())["python"]["new"]
+    limits = SandboxLimits(timeout_s=cfg.sandbox.timeout_s)
+    return make_sandbox(cfg.sandbox.backend, limits=limits, workers=cfg.sandbox.workers, python=python)
+
+
+def _tasks(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
+    from data_pipeline.novel_api.corpus import assign_splits
+    from data_pipeline.novel_api.tasks import build_tasks, drafts, write_jsonl
+
+    bundles = _read_jsonl(out / "bundles.jsonl")
+    generate = drafts
+    if cfg.tasks.generator == "llm":
+        from data_pipeline.novel_api.llm_tasks import LLMTaskGenerator
+
+        generate = LLMTaskGenerator.from_config(cfg.tasks.llm)
+    with _sandbox(cfg, out) as sandbox:
+        tasks, manifest = build_tasks(bundles, sandbox, generate)
+    python = json.loads((out / "discovery.json").read_text())["python"]["new"]
+    tasks = [
+        {**t, "python": python}
+        for t in assign_splits(tasks, cfg.corpus.test_fraction, cfg.corpus.seed, cfg.corpus.holdout)
+    ]
+    write_jsonl(tasks, out / "tasks.jsonl")
+    (out / "tasks.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def _validate(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
+    from data_pipeline.novel_api.tasks import write_jsonl
+    from data_pipeline.novel_api.validate import validate_tasks
+
+    tasks = _read_jsonl(out / "tasks.jsonl")
+    bundles = {b["qualname"]: b for b in _read_jsonl(out / "bundles.jsonl")}
+    with _sandbox(cfg, out) as sandbox:
+        kept, manifest = validate_tasks(tasks, bundles, sandbox, cfg.checks)
+    write_jsonl(kept, out / "tasks.jsonl")
+    (out / "validate.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def _corpus(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
+    from data_pipeline.novel_api.corpus import assign_splits, build_corpora
+    from data_pipeline.novel_api.raft import RAFTConfig
+    from data_pipeline.novel_api.tasks import write_jsonl
+
+    c = cfg.corpus
+    tasks = assign_splits(_read_jsonl(out / "tasks.jsonl"), c.test_fraction, c.seed, c.holdout)
+    write_jsonl(tasks, out / "tasks.jsonl")  # the split the corpus and the evaluation agree on
+    bundles = {b["qualname"]: b for b in _read_jsonl(out / "bundles.jsonl")}
+    raft = RAFTConfig(
+        distractors=c.distractors, oracle_fraction=c.oracle_fraction, negatives=c.negatives, seed=c.seed
+    )
+    return build_corpora(out, list(c.kinds), tasks, bundles, c.seed, raft)
+
+
+STEPS = {
+    "discover": _discover,
+    "bundles": _bundles,
+    "tasks": _tasks,
+    "validate": _validate,
+    "corpus": _corpus,
+}
+APP = App("novel_api", NovelAPIConfig, run=run, preflight=preflight)

@@ -1,0 +1,414 @@
+"""Knowledge bundles of the novel APIs: specification S, verified examples E, mechanism M.
+
+`build_bundles(OUT)` reads discovery's `apis.jsonl` (kept rows) and `discovery.json` and writes one
+bundle per usable API to `bundles.jsonl`, with the counts in `bundles.json`:
+
+    {"qualname", "library", "version" (the new one), "license", "paths", "module",
+     "S": {"name", "signature": "name(params)", "params": [{"name", "type", "default", "description"}],
+           "returns": {"type", "description"} | null},
+     "E": [{"code", "output", "source": "doctest" | "docs"}],
+     "M": {"prose", "code"}}
+
+S comes from the signature text plus the docstring (numpy, google or rest style, by
+`docstring_parser`); E from the docstring's doctests and Python code blocks, each run against the
+new version (`docsnippets.py`) and kept only when it runs cleanly; M from the docstring's description
+and the API's source, docstrings stripped, with the same-module functions it calls placed before it.
+An API is dropped, with its reason counted, when it has no signature (`no_signature`), its source
+cannot be read (`source_unreadable`) or none of its examples runs (`no_valid_example`), checked in
+that order so that examples run only for APIs that can become bundles. How the parts are shown to a
+model is `core.knowledge.render_knowledge` (re-exported here), shared with evaluation.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import json
+import os
+import re
+import tokenize
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import docstring_parser
+
+from core.errors import UserError
+from core.knowledge import CELL_PRESETS, render_knowledge
+from data_pipeline.novel_api.docsnippets import (
+    FAILED,
+    OK,
+    TIMEOUT,
+    DocExamples,
+    Unit,
+    find_examples,
+    run_examples,
+)
+
+__all__ = [
+    "CELL_PRESETS",
+    "DROP_REASONS",
+    "build_bundles",
+    "make_spec",
+    "read_definition",
+    "render_knowledge",
+]
+
+DROP_REASONS = ("no_signature", "source_unreadable", "no_valid_example")
+HELPER_DEPTH = 2
+MAX_FAILURES_LISTED = 20
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_EXAMPLES_HEADER = re.compile(r"^\s*(examples?|for example|usage|example usage)\s*:{0,2}\s*$", re.IGNORECASE)
+
+
+# ------------------------------------------------------------------------------------------ S
+def split_top_level(text: str, separator: str = ",") -> list[str]:
+    """`text` split at `separator` outside brackets, quotes and `<...>` reprs."""
+    parts, depth, quote, start, i = [], 0, "", 0, 0
+    while i < len(text):
+        char = text[i]
+        if quote:
+            if char == "\\":
+                i += 1
+            elif text.startswith(quote, i):
+                i += len(quote) - 1
+                quote = ""
+        elif char == separator and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+        elif char in "\"'":
+            quote = text[i : i + 3] if text[i : i + 3] in ('"""', "'''") else char
+            i += len(quote) - 1
+        elif char in "([{" or (char == "<" and text[i + 1 : i + 2].isalpha()):
+            depth += 1
+        elif char in ")]}" or (char == ">" and depth > 0 and text[i - 1 : i] != "-"):
+            depth -= 1
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
+def parse_signature(text: str) -> tuple[list[tuple[str, str | None, str | None]], str | None] | None:
+    """`(a, b: int = 2, *args) -> str` as [(name, annotation, default)] and the return annotation;
+    None when it is not a parenthesised parameter list. Works on `inspect.signature` text, whose
+    defaults may be reprs that are not Python (`<object object at 0x...>`)."""
+    text = text.strip()
+    if not text.startswith("("):
+        return None
+    inside = split_top_level(text[1:], ")")
+    if len(inside) < 2:
+        return None
+    params_text, rest = inside[0], ")".join(inside[1:]).strip()
+    returns = (rest[2:].strip() or None) if rest.startswith("->") else None
+    params = []
+    for piece in split_top_level(params_text):
+        piece = piece.strip()
+        if not piece or piece in ("/", "*"):
+            continue
+        equals = split_top_level(piece, "=")
+        head, default = equals[0], ("=".join(equals[1:]).strip() if len(equals) > 1 else None)
+        name, *annotation = split_top_level(head, ":")
+        params.append((name.strip(), ":".join(annotation).strip() or None, default))
+    return params, returns
+
+
+def parse_doc(text: str) -> docstring_parser.Docstring | None:
+    """The docstring in whichever style fits best (numpy, google, rest); None when none does."""
+    try:
+        return docstring_parser.parse(text, style=docstring_parser.DocstringStyle.AUTO)
+    except docstring_parser.ParseError:
+        return None
+
+
+def make_spec(row: dict[str, Any], doc: docstring_parser.Docstring | None) -> dict[str, Any] | None:
+    """S for an apis.jsonl row: the signature's parameters with the docstring's types and
+    descriptions (the signature's annotation wins over a documented type); None without a
+    signature."""
+    parsed = parse_signature(row["signature"]) if row.get("signature") else None
+    if parsed is None:
+        return None
+    signature_params, return_annotation = parsed
+    documented: dict[str, docstring_parser.DocstringParam] = {}
+    for param in doc.params if doc else []:
+        for name in param.arg_name.split(","):
+            documented.setdefault(name.strip().lstrip("*"), param)
+    params = []
+    for name, annotation, default in signature_params:
+        about = documented.get(name.lstrip("*"))
+        params.append(
+            {
+                "name": name,
+                "type": annotation or (about.type_name if about else None),
+                "default": default,
+                "description": (about.description or None) if about else None,
+            }
+        )
+    doc_returns = doc.returns if doc else None
+    returns = None
+    if return_annotation or doc_returns:
+        returns = {
+            "type": return_annotation or (doc_returns.type_name if doc_returns else None),
+            "description": (doc_returns.description or None) if doc_returns else None,
+        }
+    qualname = row["qualname"]
+    return {
+        "name": qualname,
+        "signature": f"{qualname}{row['signature']}",
+        "params": params,
+        "returns": returns,
+    }
+
+
+def prose(doc: docstring_parser.Docstring | None, fallback: str) -> str:
+    """M's prose: short and long description, without the parameter/returns sections and without
+    leftover "Examples:" headers whose examples went to E."""
+    if doc is None:
+        text = fallback
+    else:
+        text = "\n\n".join(p for p in (doc.short_description, doc.long_description) if p)
+    lines = [line for line in text.split("\n") if not _EXAMPLES_HEADER.match(line)]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+# ------------------------------------------------------------------------------------------ M code
+def read_definition(source_file: str | None, lineno: int | None, qualname: str) -> str | None:
+    """The API's source (its def/class at `lineno`, else found by qualname), docstrings stripped,
+    after the module-level functions of the same file it calls by bare name (to depth 2, in file
+    order); None when the file cannot be read or parsed or the definition is not in it."""
+    if not source_file:
+        return None
+    try:
+        with tokenize.open(source_file) as handle:
+            source = handle.read()
+        tree = ast.parse(source)
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    node = _find_definition(tree, lineno, qualname)
+    if node is None:
+        return None
+    lines = source.split("\n")
+    parts = [_definition_text(lines, helper) for helper in _helpers(tree, node)]
+    return "\n\n\n".join([*parts, _definition_text(lines, node)])
+
+
+def _find_definition(tree: ast.Module, lineno: int | None, qualname: str) -> ast.AST | None:
+    name = qualname.rsplit(".", 1)[-1]
+    at_line = [n for n in ast.walk(tree) if isinstance(n, _DEFS) and lineno in (n.lineno, _first_line(n))]
+    if at_line:
+        return next((n for n in at_line if n.name == name), at_line[0])
+    body: list[ast.stmt] = tree.body
+    found: ast.AST | None = None
+    for part in (p for p in qualname.split(".") if p != "<locals>"):
+        matches = [n for n in body if isinstance(n, _DEFS) and n.name == part]
+        if not matches:
+            return None
+        found = matches[-1]
+        body = found.body
+    return found
+
+
+def _first_line(node: ast.AST) -> int:
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+
+
+def _helpers(tree: ast.Module, node: ast.AST) -> list[ast.AST]:
+    """Module-level functions `node` calls by bare name, and those they call, in file order."""
+    functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    chosen: dict[str, ast.AST] = {}
+    frontier = [node]
+    for _ in range(HELPER_DEPTH):
+        called = []
+        for caller in frontier:
+            for call in ast.walk(caller):
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
+                    helper = functions.get(call.func.id)
+                    if helper is not None and helper is not node and call.func.id not in chosen:
+                        chosen[call.func.id] = helper
+                        called.append(helper)
+        frontier = called
+    return sorted(chosen.values(), key=lambda n: n.lineno)
+
+
+def _docstring_nodes(node: ast.AST) -> list[tuple[ast.Expr, bool]]:
+    """Each docstring inside `node` (its own and nested defs'), and whether it is its body's only
+    statement (then it must leave a `...` behind)."""
+    found = []
+    for inner in ast.walk(node):
+        body = getattr(inner, "body", None)
+        if isinstance(inner, _DEFS) and body and _is_docstring(body[0]):
+            found.append((body[0], len(body) == 1))
+    return found
+
+
+def _is_docstring(statement: ast.stmt) -> bool:
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )
+
+
+def _char_col(line: str, byte_col: int) -> int:
+    """ast's columns count UTF-8 bytes; string slicing counts characters."""
+    return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+
+
+def _definition_text(lines: list[str], node: ast.AST) -> str:
+    """`node`'s source (decorators included), dedented, with its docstrings cut out of the text,
+    so comments and layout survive; ast.unparse only if the cut text would not parse."""
+    first, last = _first_line(node), node.end_lineno
+    text = list(lines[first - 1 : last])
+    spans = sorted(_docstring_nodes(node), key=lambda d: (d[0].lineno, d[0].col_offset), reverse=True)
+    for doc, alone in spans:
+        start, end = doc.lineno - first, doc.end_lineno - first
+        head = text[start][: _char_col(text[start], doc.col_offset)]
+        tail = text[end][_char_col(text[end], doc.end_col_offset) :]
+        if alone:
+            text[start : end + 1] = [head + "..." + tail]
+        elif not head.strip() and not tail.strip():
+            blank_after = end + 1 < len(text) and not text[end + 1].strip()
+            del text[start : end + 1 + blank_after]
+        else:
+            text[start : end + 1] = [head + "pass" + tail]
+    indent = lines[first - 1][: len(lines[first - 1]) - len(lines[first - 1].lstrip())]
+    code = "\n".join(line[len(indent) :] if line.startswith(indent) else line for line in text).strip("\n")
+    try:
+        ast.parse(code)
+    except SyntaxError:
+        return _unparsed(node)
+    return code
+
+
+def _unparsed(node: ast.AST) -> str:
+    node = copy.deepcopy(node)
+    for doc, alone in _docstring_nodes(node):
+        doc.value = ast.Constant(...) if alone else ast.Constant(None)
+    return ast.unparse(node)
+
+
+# ------------------------------------------------------------------------------------------ build
+@dataclass
+class _Draft:
+    row: dict[str, Any]
+    spec: dict[str, Any]
+    mechanism: dict[str, str]
+    examples: DocExamples
+    units: list[int]  # indices into the run's units: the doctest first (if any), then the snippets
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open() as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    os.replace(partial, path)
+
+
+def build_bundles(
+    out: Path, timeout_s: float = 10.0, progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
+    """Write `out/bundles.jsonl` and `out/bundles.json` (the manifest, returned) from `out/apis.jsonl`
+    and `out/discovery.json`. `progress(done, total)` follows the example runs."""
+    out = Path(out)
+    for needed in ("apis.jsonl", "discovery.json"):
+        if not (out / needed).is_file():
+            raise UserError(f"{out / needed} is missing; run the novel-API discovery into {out} first")
+    discovery = json.loads((out / "discovery.json").read_text())
+    python = (discovery.get("python") or {}).get("new")
+    if not python or not Path(python).exists():
+        raise UserError(f"{out}/discovery.json names no usable python.new ({python!r}); rerun discovery")
+    rows = [row for row in _read_jsonl(out / "apis.jsonl") if row.get("kept")]
+    dropped: Counter[str] = Counter({reason: 0 for reason in DROP_REASONS})
+    drafts, units = _drafts(rows, dropped)
+    outcomes = run_examples(python, units, timeout_s, progress)
+    counts = Counter({"examples_kept": 0, "example_failed": 0, "example_timeout": 0})
+    counts.update(
+        {OK: "examples_kept", FAILED: "example_failed", TIMEOUT: "example_timeout"}[o.status]
+        for o in outcomes
+    )
+    failures = [
+        {"qualname": units[i].qualname, "kind": units[i].kind, "status": o.status, "why": o.why}
+        for i, o in enumerate(outcomes)
+        if o.status != OK
+    ]
+    bundles = []
+    for draft in drafts:
+        examples = _verified_examples(draft, [outcomes[i].status == OK for i in draft.units])
+        if not examples:
+            dropped["no_valid_example"] += 1
+            continue
+        bundles.append(_bundle(draft, examples))
+    _write_atomic(out / "bundles.jsonl", "".join(json.dumps(b) + "\n" for b in bundles))
+    manifest = {
+        "input": len(rows),
+        "kept": len(bundles),
+        "dropped": dict(dropped),
+        "examples": dict(counts),
+        "example_failures": failures[:MAX_FAILURES_LISTED],
+        "timeout_s": timeout_s,
+        "python": python,
+        "library": rows[0]["library"] if rows else discovery.get("library"),
+        "version": rows[0]["new_version"] if rows else None,
+    }
+    _write_atomic(out / "bundles.json", json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def _drafts(rows: list[dict[str, Any]], dropped: Counter[str]) -> tuple[list[_Draft], list[Unit]]:
+    """S and M of each row (or its drop reason) and the example runs of those that remain."""
+    drafts: list[_Draft] = []
+    units: list[Unit] = []
+    for row in rows:
+        found = find_examples(row.get("doc"))
+        doc = parse_doc(found.text)
+        spec = make_spec(row, doc)
+        if spec is None:
+            dropped["no_signature"] += 1
+            continue
+        code = read_definition(row.get("source_file"), row.get("lineno"), row["qualname"])
+        if code is None:
+            dropped["source_unreadable"] += 1
+            continue
+        module = row.get("module") or str(row["canonical"]).rsplit(".", 1)[0]
+        mine = []
+        if found.doctest:
+            mine.append(len(units))
+            units.append(Unit("doctest", module, row["qualname"], found.doctest))
+        for snippet in found.snippets:
+            mine.append(len(units))
+            units.append(Unit("snippet", module, row["qualname"], snippet))
+        mechanism = {"prose": prose(doc, found.text), "code": code}
+        drafts.append(_Draft(row, spec, mechanism, found, mine))
+    return drafts, units
+
+
+def _verified_examples(draft: _Draft, passed: list[bool]) -> list[dict[str, str]]:
+    examples: list[dict[str, str]] = []
+    if draft.examples.doctest:
+        doctest_ok, passed = passed[0], passed[1:]
+        if doctest_ok:
+            examples += [{"code": c, "output": o, "source": "doctest"} for c, o in draft.examples.chunks]
+    for snippet, ok in zip(draft.examples.snippets, passed, strict=True):
+        if ok:
+            examples.append({"code": snippet, "output": "", "source": "docs"})
+    return examples
+
+
+def _bundle(draft: _Draft, examples: list[dict[str, str]]) -> dict[str, Any]:
+    row = draft.row
+    return {
+        "qualname": row["qualname"],
+        "library": row["library"],
+        "version": row["new_version"],
+        "license": row.get("license"),
+        "paths": list(row.get("paths") or []),
+        "module": row.get("module"),
+        "S": draft.spec,
+        "E": examples,
+        "M": draft.mechanism,
+    }

@@ -1,0 +1,65 @@
+"""Task validation beyond C1: C2 (the base model fails without knowledge) and C3 (a strong model
+solves it with the full bundle), with served models (OpenAI-compatible).
+
+C2 keeps a task when the base model fails at least 2 of `samples` (3) attempts with no knowledge
+(the API is really new to it); C3 keeps it when the strong model passes with every S/E/M part
+shown (the task is solvable from the knowledge). A check whose model is not configured is
+skipped and recorded as `null`. Completions run in the sandbox under the spy, like evaluation.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import Counter
+from typing import Any
+
+from core.benchmarks.novelapi import instruction, program
+from core.formats import get_format
+from core.knowledge import PARTS, render_knowledge
+from core.openai_client import OpenAIClient
+from core.sandbox import Sandbox
+
+
+def _passes(sandbox: Sandbox, task: dict, completions: list[str]) -> list[bool]:
+    chat = get_format("chat")
+    jobs = [
+        (program(chat.extract(text), task["paths"], task["tests"], secrets.token_hex(8)), "")
+        for text in completions
+    ]
+    return [r.passed for r in sandbox.run_many(jobs)] if jobs else []
+
+
+def _ask(client: OpenAIClient, model: str, task: dict, knowledge: str, n: int) -> list[str]:
+    chat = get_format("chat")
+    messages = chat.messages(task["context"], instruction(task, knowledge))
+    return client.chat(model, messages, n=n, temperature=0.8 if n > 1 else 0.0)
+
+
+def validate_tasks(
+    tasks: list[dict[str, Any]], bundles: dict[str, dict], sandbox: Sandbox, cfg: Any
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    client = OpenAIClient(cfg.base_url, cfg.api_key_env)
+    dropped: Counter = Counter()
+    kept = []
+    for task in tasks:
+        c2 = c3 = None
+        if cfg.base_model:
+            fails = _passes(sandbox, task, _ask(client, cfg.base_model, task, "", cfg.samples)).count(False)
+            c2 = fails >= 2
+        if cfg.strong_model and c2 is not False:  # no need to ask when C2 already dropped it
+            full = render_knowledge(bundles[task["qualname"]], PARTS)
+            c3 = any(_passes(sandbox, task, _ask(client, cfg.strong_model, task, full, 1)))
+        if c2 is False:
+            dropped["c2_base_model_solves"] += 1
+        elif c3 is False:
+            dropped["c3_strong_model_fails"] += 1
+        else:
+            kept.append({**task, "c2": c2, "c3": c3})
+    manifest = {
+        "input": len(tasks),
+        "kept": len(kept),
+        "dropped": dict(dropped),
+        "c2": "skipped" if not cfg.base_model else cfg.base_model,
+        "c3": "skipped" if not cfg.strong_model else cfg.strong_model,
+    }
+    return kept, manifest

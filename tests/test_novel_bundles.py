@@ -1,0 +1,479 @@
+"""Knowledge bundles of novel APIs: S parsed per docstring style, E verified against the new version
+(failing and hanging examples dropped and counted), M prose and source with helpers inlined, the
+drop reasons, and the knowledge text per evaluation cell."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from core.knowledge import CELL_PRESETS, PARTS, render_knowledge
+from data_pipeline.novel_api.bundles import build_bundles, parse_signature
+from data_pipeline.novel_api.docsnippets import find_examples
+
+CORE = '''\
+"""The tiny library's functions."""
+
+
+def _traced(fn):
+    return fn
+
+
+def add(a: int, b: int = 2) -> int:
+    """Add two numbers.
+
+    The second one defaults to two.
+
+    Parameters
+    ----------
+    a : int
+        The first number.
+    b : int, optional
+        The second number.
+
+    Returns
+    -------
+    int
+        Their sum.
+
+    Examples
+    --------
+    >>> add(1)
+    3
+    >>> x = add(2, 3)
+    >>> x
+    5
+    """
+    return a + b
+
+
+def scale(x, factor=2.0):
+    """Scale a value.
+
+    Args:
+        x (float): The value.
+        factor: How much to multiply by.
+
+    Returns:
+        float: The scaled value.
+
+    Example:
+        >>> scale(2, 3)
+        6
+    """
+    return x * factor
+
+
+@_traced
+def join(parts, sep="-"):
+    """Join strings with a separator.
+
+    Empty parts are kept.
+
+    :param parts: the strings
+    :type parts: list[str]
+    :param sep: the separator
+    :returns: the joined string
+    :rtype: str
+
+    >>> join(["a", "", "b"])
+    'a--b'
+    """
+    return sep.join(parts)
+
+
+def broken():
+    """Claim the wrong result.
+
+    >>> broken()
+    2
+    """
+    return 1
+
+
+def spin():
+    """Never return.
+
+    >>> while True: pass
+    """
+
+
+def quiet(x):
+    """Do nothing, without an example."""
+    return x
+
+
+def render(value):
+    """Render a value as text.
+
+    .. code-block:: python
+
+        from novlib import render
+        assert render(3) == "<3>"
+
+    ```python
+    render(undefined_name)
+    ```
+    """
+    return f"<{value}>"
+
+
+def _deep():
+    return 0
+
+
+def _zero():
+    """A helper's docstring."""
+    return _deep()
+
+
+def _sum_all(values):
+    # a comment that survives
+    acc = _zero()
+    for v in values:
+        acc += v
+    return acc
+
+
+def total(values):
+    """Sum the values.
+
+    >>> total([1, 2, 3]) + _zero()
+    6
+    """
+    return _sum_all(values)
+
+
+class Box:
+    """A box with one value.
+
+    >>> Box(2).get()
+    2
+    """
+
+    def __init__(self, value):
+        """Store the value."""
+        self.value = value
+
+    def get(self):
+        """The value."""
+        return self.value
+
+    def ping(self):
+        """Only a docstring."""
+'''
+
+INIT = '''"""novlib: a tiny library for the bundle tests."""
+
+from novlib.core import Box, add, broken, join, quiet, render, scale, spin, total
+
+__all__ = ["Box", "add", "broken", "join", "quiet", "render", "scale", "spin", "total"]
+'''
+
+GONE = '''def vanished(x):
+    """Gone after discovery.
+
+    >>> vanished(1)
+    1
+    """
+    return x
+'''
+
+SIGNATURES = {
+    "add": "(a: int, b: int = 2) -> int",
+    "scale": "(x, factor=2.0)",
+    "join": "(parts, sep='-')",
+    "broken": "()",
+    "spin": "()",
+    "quiet": "(x)",
+    "render": "(value)",
+    "total": "(values)",
+    "Box": "(value)",
+}
+
+
+def _definitions(path: Path) -> dict[str, ast.AST]:
+    tree = ast.parse(path.read_text())
+    return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+
+
+def _row(name: str, node: ast.AST, source: Path, **extra) -> dict:
+    lineno = min([node.lineno, *(d.lineno for d in node.decorator_list)])  # as co_firstlineno gives
+    module = extra.pop("module", "novlib.core")
+    return {
+        "library": "novlib",
+        "old_version": "1.0",
+        "new_version": "2.0",
+        "qualname": name,
+        "canonical": f"{source.stem if source.stem != 'core' else 'novlib.core'}.{name}",
+        "paths": [f"novlib.{name}", f"novlib.core.{name}"],
+        "kind": "class" if isinstance(node, ast.ClassDef) else "function",
+        "module": module,
+        "signature": SIGNATURES.get(name),
+        "doc": ast.get_docstring(node),
+        "source_file": str(source),
+        "lineno": lineno,
+        "license": "MIT",
+        "kept": True,
+        "filter": None,
+        **extra,
+    }
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("novel")
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next(venv.glob("lib/python*/site-packages"))
+    package = site / "novlib"
+    package.mkdir()
+    (package / "__init__.py").write_text(INIT)
+    (package / "core.py").write_text(CORE)
+    (package / "gone.py").write_text(GONE)
+    defs = _definitions(package / "core.py")
+    rows = {name: _row(name, defs[name], package / "core.py") for name in SIGNATURES}
+    rows["total"]["module"] = "novlib"  # its doctest's globals must still be novlib.core's (it uses _zero)
+    rows["Box"]["license"] = "BSD-3-Clause"
+    gone = _definitions(package / "gone.py")["vanished"]
+    rows["vanished"] = _row("vanished", gone, package / "gone.py", module="novlib.gone", signature="(x)")
+    rows["nosig"] = _row("nosig", defs["quiet"], package / "core.py", signature=None)
+    rows["private"] = _row("_deep", defs["_deep"], package / "core.py", kept=False, filter="private")
+    out = root / "out"
+    out.mkdir()
+    (out / "apis.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows.values()))
+    python = {"old": str(venv / "bin" / "python"), "new": str(venv / "bin" / "python")}
+    (out / "discovery.json").write_text(json.dumps({"python": python, "import_name": "novlib"}))
+    (package / "gone.py").unlink()
+    seen: list[tuple[int, int]] = []
+    started = time.monotonic()
+    manifest = build_bundles(out, timeout_s=2.0, progress=lambda done, total: seen.append((done, total)))
+    seconds = time.monotonic() - started
+    bundles = {b["qualname"]: b for b in map(json.loads, (out / "bundles.jsonl").read_text().splitlines())}
+    return out, manifest, bundles, seen, seconds
+
+
+def test_manifest_counts_every_api_and_example(built):
+    out, manifest, bundles, seen, seconds = built
+    assert json.loads((out / "bundles.json").read_text()) == manifest
+    assert manifest["input"] == 11  # kept rows only
+    assert manifest["kept"] == 6 == len(bundles)
+    assert manifest["dropped"] == {"no_signature": 1, "source_unreadable": 1, "no_valid_example": 3}
+    assert manifest["input"] == manifest["kept"] + sum(manifest["dropped"].values())
+    # doctests of add, scale, join, broken, spin, total, Box; render's two snippets
+    assert manifest["examples"] == {"examples_kept": 6, "example_failed": 2, "example_timeout": 1}
+    failures = {(f["qualname"], f["kind"], f["status"]) for f in manifest["example_failures"]}
+    assert failures == {
+        ("broken", "doctest", "failed"),
+        ("spin", "doctest", "timeout"),
+        ("render", "snippet", "failed"),
+    }
+    assert seen[-1] == (9, 9)
+    assert sorted(bundles) == ["Box", "add", "join", "render", "scale", "total"]
+    assert seconds < 20
+
+
+def test_numpy_style_bundle_exactly(built):
+    bundle = built[2]["add"]
+    assert bundle == {
+        "qualname": "add",
+        "library": "novlib",
+        "version": "2.0",
+        "license": "MIT",
+        "paths": ["novlib.add", "novlib.core.add"],
+        "module": "novlib.core",
+        "S": {
+            "name": "add",
+            "signature": "add(a: int, b: int = 2) -> int",
+            "params": [
+                {"name": "a", "type": "int", "default": None, "description": "The first number."},
+                {"name": "b", "type": "int", "default": "2", "description": "The second number."},
+            ],
+            "returns": {"type": "int", "description": "Their sum."},
+        },
+        "E": [
+            {"code": "add(1)", "output": "3", "source": "doctest"},
+            {"code": "x = add(2, 3)\nx", "output": "5", "source": "doctest"},
+        ],
+        "M": {
+            "prose": "Add two numbers.\n\nThe second one defaults to two.",
+            "code": "def add(a: int, b: int = 2) -> int:\n    return a + b",
+        },
+    }
+
+
+def test_google_and_sphinx_styles(built):
+    bundles = built[2]
+    scale = bundles["scale"]["S"]
+    assert scale["params"] == [
+        {"name": "x", "type": "float", "default": None, "description": "The value."},
+        {"name": "factor", "type": None, "default": "2.0", "description": "How much to multiply by."},
+    ]
+    assert scale["returns"] == {"type": "float", "description": "The scaled value."}
+    assert bundles["scale"]["E"] == [{"code": "scale(2, 3)", "output": "6", "source": "doctest"}]
+    assert bundles["scale"]["M"]["prose"] == "Scale a value."
+    join = bundles["join"]
+    assert join["S"]["params"] == [
+        {"name": "parts", "type": "list[str]", "default": None, "description": "the strings"},
+        {"name": "sep", "type": None, "default": "'-'", "description": "the separator"},
+    ]
+    assert join["S"]["returns"] == {"type": "str", "description": "the joined string"}
+    assert join["E"] == [{"code": 'join(["a", "", "b"])', "output": "'a--b'", "source": "doctest"}]
+    assert join["M"] == {
+        "prose": "Join strings with a separator.\n\nEmpty parts are kept.",
+        "code": '@_traced\ndef join(parts, sep="-"):\n    return sep.join(parts)',
+    }
+
+
+def test_snippets_run_and_only_clean_ones_are_kept(built):
+    render = built[2]["render"]
+    assert render["E"] == [
+        {"code": 'from novlib import render\nassert render(3) == "<3>"', "output": "", "source": "docs"}
+    ]
+    assert render["M"]["prose"] == "Render a value as text."
+    assert "undefined_name" not in json.dumps(render)
+
+
+def test_helpers_inlined_to_depth_two_and_docstrings_stripped(built):
+    total = built[2]["total"]
+    assert total["module"] == "novlib"
+    assert total["E"] == [{"code": "total([1, 2, 3]) + _zero()", "output": "6", "source": "doctest"}]
+    assert total["M"]["code"] == textwrap.dedent(
+        """\
+        def _zero():
+            return _deep()
+
+
+        def _sum_all(values):
+            # a comment that survives
+            acc = _zero()
+            for v in values:
+                acc += v
+            return acc
+
+
+        def total(values):
+            return _sum_all(values)"""
+    )
+    box = built[2]["Box"]
+    assert box["license"] == "BSD-3-Clause"
+    assert box["S"]["signature"] == "Box(value)"
+    assert box["M"]["code"] == textwrap.dedent(
+        """\
+        class Box:
+            def __init__(self, value):
+                self.value = value
+
+            def get(self):
+                return self.value
+
+            def ping(self):
+                ..."""
+    )
+
+
+def test_signature_text_with_reprs_and_markers():
+    params, returns = parse_signature(
+        "(a, /, b: dict[str, int] = {'k': 1}, *, c=<object object at 0x7f>, **kw) -> 'X'"
+    )
+    assert params == [
+        ("a", None, None),
+        ("b", "dict[str, int]", "{'k': 1}"),
+        ("c", None, "<object object at 0x7f>"),
+        ("**kw", None, None),
+    ]
+    assert returns == "'X'"
+    assert parse_signature("no parens") is None
+
+
+def test_examples_found_in_every_block_kind():
+    found = find_examples(
+        "Title.\n\nExample::\n\n    x = 1\n\n```py\ny = 2\n```\n\n.. code-block:: bash\n\n   ls\n\n"
+        ">>> 1 + 1  # doctest: +SKIP\n2\n>>> 2 + 2\n4\n"
+    )
+    assert found.snippets == ["x = 1", "y = 2"]
+    assert found.chunks == [("2 + 2", "4")]
+    assert found.text == "Title.\n\nExample:\n\n.. code-block:: bash\n\n   ls"
+
+
+BUNDLE = {
+    "qualname": "add",
+    "library": "novlib",
+    "version": "2.0",
+    "paths": ["novlib.add", "novlib.core.add"],
+    "module": "novlib.core",
+    "S": {
+        "name": "add",
+        "signature": "add(a: int, b: int = 2) -> int",
+        "params": [
+            {"name": "a", "type": "int", "default": None, "description": "The first number."},
+            {"name": "b", "type": "int", "default": "2", "description": None},
+        ],
+        "returns": {"type": "int", "description": "Their sum."},
+    },
+    "E": [{"code": "from novlib import add\nadd(1)", "output": "3", "source": "doctest"}],
+    "M": {
+        "prose": "Add two numbers; add is fast.",
+        "code": "def add(a: int, b: int = 2) -> int:\n    return a + b",
+    },
+}
+
+
+def test_render_each_part():
+    assert render_knowledge(BUNDLE, frozenset()) == ""
+    assert render_knowledge(BUNDLE, CELL_PRESETS["name-only"]) == (
+        "API: novlib.add (novlib 2.0)\nAlso importable as: novlib.core.add"
+    )
+    assert render_knowledge(BUNDLE, {"S_sig"}) == (
+        "Signature: add(a: int, b: int = 2) -> int\nParameters:\n- a (int): The first number.\n"
+        "- b (int, default 2)\nReturns: int: Their sum."
+    )
+    assert render_knowledge(BUNDLE, {"E"}) == (
+        "Examples:\n```python\nfrom novlib import add\nadd(1)\n```\nOutput:\n```\n3\n```"
+    )
+    assert render_knowledge(BUNDLE, CELL_PRESETS["M"]) == (
+        "How it works:\nAdd two numbers; add is fast.\n\n"
+        "Source:\n```python\ndef add(a: int, b: int = 2) -> int:\n    return a + b\n```"
+    )
+    wrapped = {"name": "a", "type": None, "default": None, "description": "One.\nTwo."}
+    multi = {**BUNDLE, "S": {**BUNDLE["S"], "params": [wrapped], "returns": None}}
+    assert render_knowledge(multi, {"S_sig"}).endswith("Parameters:\n- a: One.\n  Two.")
+    full = render_knowledge(BUNDLE, CELL_PRESETS["Full"])
+    order = ["API:", "Signature:", "Parameters:", "Examples:", "How it works:", "Source:"]
+    assert [full.index(h) for h in order] == sorted(full.index(h) for h in order)
+    with pytest.raises(ValueError, match="unknown knowledge parts"):
+        render_knowledge(BUNDLE, {"S"})
+
+
+def test_render_stripped_masks_every_name():
+    text = render_knowledge(BUNDLE, CELL_PRESETS["Full"], stripped=True)
+    assert "add" not in text.replace("Add", "")
+    assert "API: <API> (novlib 2.0)\nAlso importable as: <API>" in text
+    assert "Signature: <API>(a: int" in text
+    assert "from novlib import <API>\n<API>(1)" in text
+    assert "Add two numbers; <API> is fast." in text
+    assert "def <API>(a: int" in text
+    assert "address" in render_knowledge({**BUNDLE, "M": {"prose": "address", "code": ""}}, {"M_prose"}, True)
+
+
+def test_cell_presets():
+    presets, parts = CELL_PRESETS, PARTS
+    assert presets == {
+        "baseline": frozenset(),
+        "name-only": {"S_name"},
+        "S": {"S_name", "S_sig"},
+        "E": {"E"},
+        "M": {"M_prose", "M_code"},
+        "S+E": {"S_name", "S_sig", "E"},
+        "S+M": {"S_name", "S_sig", "M_prose", "M_code"},
+        "E+M": {"E", "M_prose", "M_code"},
+        "Full": parts,
+    }
+    assert parts == {"S_name", "S_sig", "E", "M_prose", "M_code"}

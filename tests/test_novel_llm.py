@@ -1,0 +1,90 @@
+"""The LLM task generator and C2/C3 validation against a local OpenAI-compatible endpoint that
+answers with scripted replies (the real client, prompts, parsing, harness and sandbox)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
+
+import pytest
+from test_novel_tasks import BUNDLE, python, sandbox  # noqa: F401  (fixtures)
+
+from data_pipeline.novel_api.llm_tasks import LLMTaskGenerator, parse_reply
+from data_pipeline.novel_api.tasks import TODO, build_tasks
+from data_pipeline.novel_api.validate import validate_tasks
+
+
+class _Scripted(BaseHTTPRequestHandler):
+    replies: list[str] = []
+
+    def log_message(self, *args):
+        return None
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        texts = [type(self).replies.pop(0) for _ in range(body.get("n", 1))]
+        payload = json.dumps({"choices": [{"message": {"content": t}} for t in texts]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+@pytest.fixture
+def endpoint():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Scripted)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+REFERENCE = "import novlib.text\n\n\ndef solve(n):\n    result = novlib.text.slugify('A b C', max_len=n)\n    return result\n"
+GOOD = {
+    "description": "Turn a title into a URL slug, at most n characters long.",
+    "reference": REFERENCE,
+    "context": REFERENCE.replace("    result = novlib.text.slugify('A b C', max_len=n)\n", f"    {TODO}\n"),
+    "call": "solve(3)",
+}
+
+
+def test_llm_tasks_are_parsed_filtered_and_checked(endpoint, sandbox):  # noqa: F811
+    names_it = {**GOOD, "description": "Call slugify on a title."}
+    _Scripted.replies = ["Here it is:\n" + json.dumps(GOOD), json.dumps(names_it), "not json at all"]
+    generator = LLMTaskGenerator.from_config(
+        SimpleNamespace(
+            base_url=endpoint,
+            api_key_env="NONE",
+            model="m",
+            temperature=0.0,
+            template="configs/novel_api/task_prompt.yaml",
+        )
+    )
+    tasks, manifest = build_tasks([BUNDLE], sandbox, generator)
+    assert [t["level"] for t in tasks] == [1] and tasks[0]["c1"] and "'a-b'" in tasks[0]["tests"]
+    assert parse_reply("{}") is None and parse_reply(json.dumps(GOOD)) == GOOD
+
+
+def test_c2_and_c3_keep_only_new_and_solvable_tasks(endpoint, sandbox):  # noqa: F811
+    tasks, _ = build_tasks([BUNDLE], sandbox)
+    task = tasks[0]  # L1: solve()
+    solved = "```python\n" + task["reference"] + "\n```"
+    wrong = "```python\ndef solve():\n    return 'nope'\n```"
+    cfg = SimpleNamespace(
+        base_model="base", strong_model="strong", base_url=endpoint, api_key_env="NONE", samples=3
+    )
+    # task kept: base fails 3 of 3, strong solves; same task again: base solves 2 of 3 -> dropped (C2)
+    _Scripted.replies = [wrong, wrong, wrong, solved, solved, solved, wrong]
+    kept, manifest = validate_tasks(
+        [task, {**task, "id": "again"}], {BUNDLE["qualname"]: BUNDLE}, sandbox, cfg
+    )
+    assert [t["id"] for t in kept] == [task["id"]] and kept[0]["c2"] is True and kept[0]["c3"] is True
+    assert manifest["dropped"] == {"c2_base_model_solves": 1}
+    skipped = SimpleNamespace(
+        base_model=None, strong_model=None, base_url=endpoint, api_key_env="NONE", samples=3
+    )
+    kept, manifest = validate_tasks([task], {BUNDLE["qualname"]: BUNDLE}, sandbox, skipped)
+    assert kept[0]["c2"] is None and manifest["c2"] == "skipped"
