@@ -1,0 +1,279 @@
+"""Which public APIs did a library's newer version add? The first stage of the novel-API benchmark.
+
+Both versions are installed into their own virtualenvs (`envs.py`) and introspected from inside them
+(`introspect.py`). An API of the new version is a candidate when the old version knew it under none
+of its names:
+
+- none of its public access paths was public before (a function moved from `pkg.a` to `pkg.b` but
+  re-exported as `pkg.func` in both is not new);
+- its defining path (`canonical`) did not exist before: an existing object re-exported under a new
+  path is not new, the object existed. That holds for a private object made public too (boltons 21.0.0
+  added `MultiReplace`, defined in 20.2.1 but left out of `__all__`, to `__all__`): a model could
+  have read it. The manifest lists those as `newly_public`;
+- its (qualname inside the module, last module component without leading underscores) was not seen
+  before: `pkg.strutils.camel` moved to `pkg.text.strutils.camel` or `pkg._strutils.camel` is not new.
+
+Every candidate becomes one row of `apis.jsonl`, kept or with the first filter that matched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from core.errors import UserError
+from data_pipeline.novel_api.envs import (
+    DATE,
+    LibraryEnv,
+    create_env,
+    error_line,
+    resolve_version,
+    same_version,
+    wheel_version,
+)
+
+INTROSPECT = Path(__file__).with_name("introspect.py")
+# First match wins. old_module_failed_import: the old version could not show whether it had the API.
+FILTERS = (
+    "old_module_failed_import",
+    "private",
+    "deprecated",
+    "no_source",
+    "thin_docstring",
+    "inherited_docstring",
+)
+ROLES = ("old", "new")
+
+
+def discover(
+    library: str,
+    old: str,
+    new: str,
+    out: Path,
+    import_name: str | None = None,
+    old_wheel: Path | None = None,
+    new_wheel: Path | None = None,
+    min_doc_words: int = 5,
+    timeout: float = 1800.0,
+) -> dict:
+    """Install both versions, diff their APIs, write `out/apis.jsonl` and `out/discovery.json`."""
+    out = Path(out)
+    versions = {"old": pick_version(library, old, old_wheel), "new": pick_version(library, new, new_wheel)}
+    if same_version(versions["old"], versions["new"]):
+        raise UserError(f"{library}: old and new are both version {versions['old']}; nothing to compare")
+    wheels = {"old": old_wheel, "new": new_wheel}
+    envs = both(lambda r: create_env(out / "envs", library, versions[r], wheels[r], timeout))
+    manifest: dict = {
+        "library": library,
+        "import_name": import_name,
+        "old_version": versions["old"],
+        "new_version": versions["new"],
+        "python": {r: str(envs[r].python) if envs[r].ok else None for r in ROLES},
+        "min_doc_words": min_doc_words,
+    }
+    install_errors = {r: envs[r].error for r in ROLES if not envs[r].ok}
+    if install_errors:
+        write_json(
+            out / "discovery.json",
+            {
+                **manifest,
+                "counts": {"install_errors": len(install_errors)},
+                "failed_modules": {},
+                "install_errors": install_errors,
+            },
+        )
+        raise UserError(
+            "; ".join(f"could not install {library} {versions[r]}: {e}" for r, e in install_errors.items())
+            + f" (see {out / 'discovery.json'})"
+        )
+    import_name = import_name or find_import_name(envs["new"], library)
+    found = both(lambda r: run_introspect(envs[r], import_name, library, timeout))
+    candidates = novel(found["old"]["apis"], found["new"]["apis"])
+    promoted = newly_public(found["old"]["apis"], found["new"]["apis"])
+    rows = [
+        row(
+            api,
+            library,
+            versions,
+            found["new"]["license"],
+            filter_reason(api, found["old"]["failed_modules"], min_doc_words),
+        )
+        for api in candidates
+    ]
+    rows.sort(key=lambda r: (r["qualname"], r["kind"]))
+    filtered = {name: sum(r["filter"] == name for r in rows) for name in FILTERS}
+    manifest.update(
+        import_name=import_name,
+        license={r: found[r]["license"] for r in ROLES},
+        counts={
+            "old_apis": sum(bool(a["paths"]) for a in found["old"]["apis"]),
+            "new_apis": sum(bool(a["paths"]) for a in found["new"]["apis"]),
+            "candidates": len(rows),
+            "newly_public": len(promoted),
+            "kept": sum(r["kept"] for r in rows),
+            "filtered": filtered,
+            "old_failed_modules": len(found["old"]["failed_modules"]),
+            "new_failed_modules": len(found["new"]["failed_modules"]),
+            "install_errors": 0,
+        },
+        newly_public=promoted,
+        failed_modules={r: found[r]["failed_modules"] for r in ROLES},
+        introspect_errors={r: found[r]["error"] for r in ROLES if found[r]["error"]},
+        install_errors={},
+    )
+    write_text(out / "apis.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    write_json(out / "discovery.json", manifest)
+    return manifest
+
+
+def both(step: Callable[[str], Any]) -> dict[str, Any]:
+    """step(role) for old and new side by side: each is mostly a subprocess."""
+    with ThreadPoolExecutor(len(ROLES)) as pool:
+        return dict(zip(ROLES, pool.map(step, ROLES), strict=True))
+
+
+def pick_version(library: str, spec: str, wheel: Path | None) -> str:
+    """The registry's version for `spec`, or the wheel's own (a version `spec` must then agree with)."""
+    if wheel is None:
+        return resolve_version(library, spec)
+    found = wheel_version(wheel)
+    if found is None:
+        raise UserError(f"{wheel}: not a wheel file name (NAME-VERSION-PY-ABI-PLATFORM.whl)")
+    if spec and not DATE.fullmatch(spec.strip()) and not same_version(spec, found):
+        raise UserError(f"{library}: version {spec} was asked for but {wheel.name} is version {found}")
+    return found
+
+
+def find_import_name(env: LibraryEnv, library: str) -> str:
+    """The distribution's one top-level package, or the one named like the library."""
+    try:
+        done = subprocess.run(
+            [str(env.python), "-I", str(INTROSPECT), "--top-level", library],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+            check=True,
+        )
+        names = [n for n in json.loads(done.stdout) if not n.startswith("_")]
+    except (subprocess.SubprocessError, ValueError):
+        names = []
+    wanted = re.sub(r"[-.]+", "_", library).lower()
+    if wanted in names:
+        return wanted
+    if len(names) == 1:
+        return names[0]
+    raise UserError(
+        f"{library}: cannot tell its import name (top-level names: {names or 'none found'}); pass import_name"
+    )
+
+
+def run_introspect(env: LibraryEnv, import_name: str, library: str, timeout: float) -> dict:
+    """The API listing from inside the env; a crash or timeout becomes a failure of the whole package."""
+    cmd = [str(env.python), "-I", str(INTROSPECT), import_name, "--dist", library]
+    env_vars = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    try:
+        done = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=env.path,
+            env=env_vars,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"introspection exited {done.returncode}: {error_line(done.stderr)}")
+        result = json.loads(done.stdout)
+        result["error"] = None
+        return result
+    except (subprocess.TimeoutExpired, RuntimeError, ValueError) as exc:
+        error = (
+            f"introspection timed out after {timeout:.0f}s"
+            if isinstance(exc, subprocess.TimeoutExpired)
+            else str(exc)
+        )
+        return {"apis": [], "failed_modules": {import_name: error}, "license": None, "error": error}
+
+
+def tail_key(api: dict) -> tuple[str, str]:
+    """(qualname inside its module, the module's last component without leading underscores)."""
+    module = api["module"]
+    return api["canonical"][len(module) + 1 :], module.rsplit(".", 1)[-1].lstrip("_")
+
+
+def novel(old: list[dict], new: list[dict]) -> list[dict]:
+    """The APIs of `new` that `old` knew under none of their names (see the module docstring)."""
+    paths = {p for a in old for p in a["paths"]}
+    names = {a["canonical"] for a in old} | {tail_key(a) for a in old}
+    return [
+        a for a in new if paths.isdisjoint(a["paths"]) and {a["canonical"], tail_key(a)}.isdisjoint(names)
+    ]
+
+
+def newly_public(old: list[dict], new: list[dict]) -> list[str]:
+    """Public paths (shortest each) of new public APIs whose object existed in `old` only privately."""
+    private = {a["canonical"] for a in old if not a["paths"]}
+    public = {a["canonical"] for a in old if a["paths"]}
+    return sorted(shortest(a["paths"]) for a in new if a["paths"] and a["canonical"] in private - public)
+
+
+def filter_reason(api: dict, old_failed: dict[str, str], min_doc_words: int) -> str | None:
+    names = [api["canonical"], api["module"], *api["paths"]]
+    if any(n == m or n.startswith(m + ".") for n in names for m in old_failed):
+        return "old_module_failed_import"
+    if not api["paths"]:
+        return "private"
+    if api["deprecated"]:
+        return "deprecated"
+    if not api["has_source"]:
+        return "no_source"
+    if len((api["doc"] or "").split()) < min_doc_words:
+        return "thin_docstring"
+    if api["inherited_doc"]:
+        return "inherited_docstring"
+    return None
+
+
+def shortest(paths: list[str]) -> str:
+    """Fewest components, then fewest characters, then alphabetical."""
+    return min(paths, key=lambda p: (p.count("."), len(p), p))
+
+
+def row(api: dict, library: str, versions: dict[str, str], license: str | None, reason: str | None) -> dict:
+    return {
+        "library": library,
+        "old_version": versions["old"],
+        "new_version": versions["new"],
+        "qualname": shortest(api["paths"]) if api["paths"] else api["canonical"],
+        "canonical": api["canonical"],
+        "paths": api["paths"],
+        "kind": api["kind"],
+        "module": api["module"],
+        "signature": api["signature"],
+        "doc": api["doc"],
+        "source_file": api["source_file"],
+        "lineno": api["lineno"],
+        "license": license,
+        "kept": reason is None,
+        "filter": reason,
+    }
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write beside the target, then rename: a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def write_json(path: Path, data: dict) -> None:
+    write_text(path, json.dumps(data, indent=1) + "\n")

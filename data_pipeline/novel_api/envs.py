@@ -1,0 +1,214 @@
+"""One virtualenv per library version, so two versions (and their dependencies) never share a site-packages.
+
+`create_env` never raises for a failed install: it returns `ok=False` with pip's one-line error, so a
+caller counts bad libraries instead of crashing on them. An env whose marker file records the same
+library, version and wheel is reused (a rerun resumes). `resolve_version` turns a cutoff date into
+the newest release uploaded before it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from datetime import date, datetime, time, timezone
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from core.errors import UserError
+
+MARKER = "editforge-env.json"
+PYPI_JSON = "https://pypi.org/pypi/{}/json"
+DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+INSTALLED_VERSION = "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))"
+# Set in the caller's environment these would send pip's install somewhere else than the venv.
+PIP_REDIRECTS = ("PIP_TARGET", "PIP_PREFIX", "PIP_ROOT", "PIP_USER")
+
+
+@dataclass
+class LibraryEnv:
+    version: str
+    python: Path  # the venv's interpreter
+    path: Path
+    ok: bool
+    error: str = ""  # one line when not ok
+
+
+class _Failed(Exception):
+    """A step of the install failed; the message is one line."""
+
+
+def wheel_version(wheel: Path) -> str | None:
+    """The version in a wheel's file name (NAME-VERSION[-BUILD]-PY-ABI-PLATFORM.whl), None if not one."""
+    parts = wheel.name.split("-")
+    return parts[1] if wheel.name.endswith(".whl") and len(parts) in (5, 6) else None
+
+
+def same_version(a: str, b: str) -> bool:
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return a == b
+
+
+def venv_python(path: Path) -> Path:
+    return path / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def create_env(
+    root: Path, library: str, version: str | None, wheel: Path | None, timeout: float = 1800.0
+) -> LibraryEnv:
+    """Install `library==version` (with its dependencies) or the wheel into `root/<version>`."""
+    label = version or (wheel_version(wheel) if wheel is not None else None)
+    if not label:
+        why = f"{wheel.name} is not a wheel file name" if wheel is not None else "no version and no wheel"
+        return LibraryEnv("", Path(), Path(root), False, f"{library}: {why}")
+    path = Path(root) / re.sub(r"[^\w.+!-]", "_", label)
+    python = venv_python(path)
+
+    def result(ok: bool, error: str = "") -> LibraryEnv:
+        return LibraryEnv(label, python, path, ok, error)
+
+    if wheel is not None and not wheel.is_file():
+        return result(False, f"wheel not found: {wheel}")
+    try:
+        return result(*_install(path, python, library, label, wheel, timeout))
+    except OSError as exc:  # an unwritable root, an unreadable wheel
+        return result(False, f"{type(exc).__name__}: {exc}")
+
+
+def _install(
+    path: Path, python: Path, library: str, label: str, wheel: Path | None, timeout: float
+) -> tuple[bool, str]:
+    """(ok, error): the env its marker describes is reused, any other is recreated and installed."""
+    want = {"library": library, "version": label, "wheel_sha256": _sha256(wheel) if wheel else None}
+    if python.exists() and _read_marker(path) == want:
+        return True, ""
+    (path / MARKER).unlink(missing_ok=True)
+    target = str(wheel.resolve()) if wheel is not None else f"{library}=={label}"
+    try:
+        _run([sys.executable, "-m", "venv", "--clear", str(path)], timeout)
+        _run(
+            [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "--no-input", target],
+            timeout,
+        )
+        installed = _run([str(python), "-I", "-c", INSTALLED_VERSION, library], 120).strip()
+    except _Failed as exc:
+        return False, str(exc)
+    if not same_version(installed, label):
+        return False, f"installed {library} {installed}, not {label}"
+    (path / MARKER).write_text(json.dumps({**want, "installed": installed}, indent=1) + "\n")
+    return True, ""
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _read_marker(path: Path) -> dict | None:
+    try:
+        found = json.loads((path / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    return (
+        {k: found.get(k) for k in ("library", "version", "wheel_sha256")} if isinstance(found, dict) else None
+    )
+
+
+def _run(cmd: list[str], timeout: float) -> str:
+    """Run a step with the caller's pip settings (PIP_NO_INDEX, an index URL), never its PYTHON* ones."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") and k not in PIP_REDIRECTS}
+    try:
+        done = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise _Failed(f"{Path(cmd[0]).name} {' '.join(cmd[1:4])} timed out after {timeout:.0f}s") from None
+    except OSError as exc:
+        raise _Failed(f"{cmd[0]}: {exc}") from None
+    if done.returncode != 0:
+        raise _Failed(
+            error_line(done.stderr or done.stdout) or f"{' '.join(cmd[:4])} exited {done.returncode}"
+        )
+    return done.stdout
+
+
+def error_line(text: str) -> str:
+    """pip's last `ERROR:` line (its verdict), else the last line of output."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("ERROR:")]
+    return (errors or lines or [""])[-1]
+
+
+def resolve_version(library: str, spec: str) -> str:
+    """`spec` is a version ("20.2.1") or a cutoff date ("2021-06-30", from the registry's upload times)."""
+    spec = spec.strip()
+    if DATE.fullmatch(spec):
+        try:
+            cutoff = date.fromisoformat(spec)
+        except ValueError:
+            raise UserError(f"{library}: {spec!r} is not a date (YYYY-MM-DD)") from None
+        found = release_before(fetch_releases(library), cutoff)
+        if found is None:
+            raise UserError(
+                f"{library}: no final, unyanked release was uploaded before {spec}; pick a later date or a version"
+            )
+        return found
+    try:
+        return str(Version(spec))
+    except InvalidVersion:
+        raise UserError(
+            f"{library}: {spec!r} is neither a version (like 20.2.1) nor a cutoff date (like 2021-06-30)"
+        ) from None
+
+
+def release_before(releases: dict[str, list[dict]], cutoff: date) -> str | None:
+    """The highest final release whose first unyanked file was uploaded before `cutoff` (00:00 UTC).
+
+    Highest version rather than latest upload: a maintenance release of an old line (3.2.10 uploaded
+    after 4.0) must not hide the newer API that already existed at the cutoff.
+    """
+    limit = datetime.combine(cutoff, time(), tzinfo=timezone.utc)
+    best: tuple[Version, str] | None = None
+    for name, files in releases.items():
+        try:
+            version = Version(name)
+        except InvalidVersion:
+            continue
+        live = [f for f in files if not f.get("yanked")]
+        if version.is_prerelease or not live:
+            continue
+        uploaded = min(datetime.fromisoformat(f["upload_time_iso_8601"].replace("Z", "+00:00")) for f in live)
+        if uploaded < limit and (best is None or version > best[0]):
+            best = (version, name)
+    return best[1] if best else None
+
+
+def fetch_releases(library: str) -> dict[str, list[dict]]:
+    url = PYPI_JSON.format(library)
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return json.load(response)["releases"]
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            raise UserError(f"{library}: no such project on PyPI ({url})") from None
+        raise UserError(
+            f"{library}: PyPI answered {exc.code} for {url}; pass an exact version instead"
+        ) from None
+    except (urllib.error.URLError, OSError, ValueError, KeyError) as exc:
+        raise UserError(
+            f"{library}: cannot read release dates from {url} ({exc}); pass an exact version instead of a date"
+        ) from None

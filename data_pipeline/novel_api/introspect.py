@@ -1,0 +1,278 @@
+"""List an installed package's API as JSON on stdout.
+
+Standard library only: it runs inside the library's own virtualenv, under whichever Python that is.
+
+    python -I introspect.py PACKAGE [--dist DISTRIBUTION]   the API (see `introspect`)
+    python -I introspect.py --top-level DISTRIBUTION         the distribution's top-level import names
+
+Every module of the package is imported; one that fails is recorded in `failed_modules` with its
+error, so a caller never mistakes "could not import" for "has no API". What imported code prints
+goes to stderr: stdout carries only the JSON.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import inspect
+import json
+import os
+import pkgutil
+import re
+import sys
+import warnings
+
+# Importing `pkg.__main__` would run the package's command line.
+SKIP_MODULES = ("__main__",)
+# A warn(...) call whose arguments name DeprecationWarning or PendingDeprecationWarning (one level
+# of nested parentheses inside the call).
+WARN_DEPRECATION = re.compile(r"\bwarn\s*\((?:[^()]|\([^()]*\))*?\b(?:Pending)?DeprecationWarning\b")
+DEPRECATED_DECORATOR = re.compile(r"^\s*@\s*[\w.]*deprecated\b", re.IGNORECASE | re.MULTILINE)
+CLASS_STATEMENT = re.compile(r"^\s*class\s", re.MULTILINE)
+
+
+def one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def import_modules(package: str) -> tuple[dict[str, object], dict[str, str]]:
+    """Import the package and every submodule (pkgutil.walk_packages' walk, keeping each error)."""
+    modules: dict[str, object] = {}
+    failed: dict[str, str] = {}
+
+    def load(name: str):
+        try:
+            modules[name] = importlib.import_module(name)
+        except (Exception, SystemExit) as exc:  # a module calling sys.exit() at import fails too
+            failed[name] = one_line(exc)
+            return None
+        return modules[name]
+
+    stack = [load(package)]
+    while stack:
+        module = stack.pop()
+        path = getattr(module, "__path__", None)
+        if module is None or path is None:
+            continue
+        for info in sorted(pkgutil.iter_modules(path, module.__name__ + "."), key=lambda i: i.name):
+            if info.name.rsplit(".", 1)[-1] in SKIP_MODULES or info.name in modules or info.name in failed:
+                continue
+            sub = load(info.name)
+            if info.ispkg:
+                stack.append(sub)
+    return modules, failed
+
+
+def is_public_path(name: str) -> bool:
+    return not any(part.startswith("_") for part in name.split("."))
+
+
+def namespace(module) -> tuple[dict[str, object], set[str]]:
+    """The module's names and which of them are public: exactly `__all__` when it defines one."""
+    names = dict(vars(module))
+    exported = getattr(module, "__all__", None)
+    if isinstance(exported, (list, tuple, set, frozenset)):
+        public = {n for n in exported if isinstance(n, str)}
+        for name in public - names.keys():  # a lazy attribute (module __getattr__)
+            try:
+                names[name] = getattr(module, name)
+            except Exception:
+                continue
+    else:
+        public = {n for n in names if not n.startswith("_")}
+    return names, public
+
+
+class Found:
+    """One object of the package and every path that reaches it."""
+
+    def __init__(self, obj: object, kind: str, owner: type | None = None, attr: str = ""):
+        self.obj, self.kind, self.owner, self.attr = obj, kind, owner, attr
+        self.paths: set[str] = set()  # public access paths
+        self.hidden: set[str] = set()  # the others
+
+
+def defined_in(obj: object, package: str) -> bool:
+    module = getattr(obj, "__module__", None)
+    return isinstance(module, str) and (module == package or module.startswith(package + "."))
+
+
+def collect(package: str, modules: dict[str, object]) -> list[Found]:
+    """Functions and classes of every module namespace, then the methods of every class found."""
+    found: dict[int, Found] = {}
+    for modname in sorted(modules):
+        names, public = namespace(modules[modname])
+        public_module = is_public_path(modname)
+        for name, obj in sorted(names.items()):
+            if inspect.isclass(obj):
+                kind = "class"
+            elif inspect.isfunction(obj) or inspect.isbuiltin(obj):
+                kind = "function"
+            else:
+                continue
+            if not defined_in(obj, package):
+                continue  # re-exported from the standard library or a dependency
+            entry = found.setdefault(id(obj), Found(obj, kind))
+            path = f"{modname}.{name}"
+            (entry.paths if public_module and name in public else entry.hidden).add(path)
+    for entry in [e for e in found.values() if e.kind == "class"]:
+        for name, owner, func in methods(entry.obj, package):
+            method = found.setdefault(id(func), Found(func, "method", owner, name))
+            for cls_path in entry.paths:
+                (method.paths if not name.startswith("_") else method.hidden).add(f"{cls_path}.{name}")
+            method.hidden.update(f"{p}.{name}" for p in entry.hidden)
+    return list(found.values())
+
+
+def methods(cls: type, package: str):
+    """(name, defining class, function) for each non-dunder method, inherited ones included."""
+    try:
+        names = sorted(dir(cls))
+    except Exception:
+        return
+    for name in names:
+        if name.startswith("__") and name.endswith("__"):
+            continue
+        owner = next((k for k in getattr(cls, "__mro__", ()) if name in vars(k)), None)
+        if owner is None:
+            continue
+        raw = vars(owner)[name]
+        if isinstance(raw, (staticmethod, classmethod)):
+            raw = raw.__func__
+        if inspect.isfunction(raw) and defined_in(raw, package):
+            yield name, owner, raw
+
+
+def safe(call, default=None):
+    try:
+        return call()
+    except Exception:
+        return default
+
+
+def source_text(obj: object) -> str:
+    return safe(lambda: inspect.getsource(obj), "") or ""
+
+
+def is_deprecated(entry: Found, doc: str | None) -> bool:
+    obj = entry.obj
+    if safe(lambda: getattr(obj, "__deprecated__", None)):  # PEP 702's @warnings.deprecated
+        return True
+    if doc and "deprecated" in doc.lower():
+        return True
+    text = source_text(obj)
+    if entry.kind == "class":  # its decorators and its constructor, not every method's body
+        statement = CLASS_STATEMENT.search(text)
+        text = text[: statement.start()] if statement else ""
+        for name in ("__init__", "__new__"):
+            raw = vars(obj).get(name)
+            raw = getattr(raw, "__func__", raw)
+            if inspect.isfunction(raw):
+                text += source_text(raw)
+    return bool(DEPRECATED_DECORATOR.search(text) or WARN_DEPRECATION.search(text))
+
+
+def has_inherited_doc(entry: Found, doc: str | None) -> bool:
+    """The doc is a base class's: the same-named attribute's for a method, a base's own for a class."""
+    if doc is None:
+        return False
+    if entry.kind == "class":
+        bases = entry.obj.__mro__[1:]
+        return any(b is not object and safe(lambda b=b: inspect.getdoc(b)) == doc for b in bases)
+    if entry.kind == "method" and entry.owner is not None:
+        for base in entry.owner.__mro__[1:]:
+            raw = vars(base).get(entry.attr)
+            if raw is not None and safe(lambda r=raw: inspect.getdoc(getattr(r, "__func__", r))) == doc:
+                return True
+    return False
+
+
+def describe(entry: Found) -> dict:
+    obj = entry.obj
+    doc = safe(lambda: inspect.getdoc(obj))
+    source_file = safe(lambda: inspect.getsourcefile(obj))
+    signature = safe(lambda: str(inspect.signature(obj)))
+    qualname = getattr(obj, "__qualname__", getattr(obj, "__name__", "?"))
+    return {
+        "kind": entry.kind,
+        "canonical": f"{obj.__module__}.{qualname}",
+        "module": obj.__module__,
+        "paths": sorted(entry.paths),
+        "signature": signature,
+        "doc": doc,
+        "has_source": bool(source_file) and source_file.endswith(".py"),
+        "source_file": source_file,
+        "lineno": safe(lambda: inspect.getsourcelines(obj)[1]),
+        "deprecated": is_deprecated(entry, doc),
+        "inherited_doc": has_inherited_doc(entry, doc),
+    }
+
+
+def licence(dist: str | None) -> tuple[str | None, list[str]]:
+    """The licence expression or License field (first line of a pasted text), else the classifiers."""
+    meta = safe(lambda: importlib.metadata.metadata(dist)) if dist else None
+    if meta is None:
+        return None, []
+    classifiers = [
+        c.split("::")[-1].strip() for c in meta.get_all("Classifier") or [] if c.startswith("License ::")
+    ]
+    text = (meta.get("License-Expression") or meta.get("License") or "").strip()
+    if text.upper() == "UNKNOWN":
+        text = ""
+    if text and ("\n" in text or len(text) > 100) and classifiers:
+        text = ""  # a whole licence text pasted into the field: the classifiers say it better
+    return (text.splitlines()[0][:100] if text else "; ".join(classifiers) or None), classifiers
+
+
+def distribution_of(package: str, given: str | None) -> str | None:
+    names = safe(lambda: importlib.metadata.packages_distributions().get(package), None) or []
+    return names[0] if names else given
+
+
+def introspect(package: str, dist: str | None) -> dict:
+    warnings.simplefilter("ignore")
+    modules, failed = import_modules(package)
+    dist = distribution_of(package, dist)
+    text, classifiers = licence(dist)
+    apis = sorted((describe(e) for e in collect(package, modules)), key=lambda a: (a["canonical"], a["kind"]))
+    return {
+        "package": package,
+        "distribution": dist,
+        "version": safe(lambda: importlib.metadata.version(dist)) if dist else None,
+        "python": sys.version.split()[0],
+        "license": text,
+        "license_classifiers": classifiers,
+        "modules": sorted(modules),
+        "failed_modules": dict(sorted(failed.items())),
+        "apis": apis,
+    }
+
+
+def top_level(dist: str) -> list[str]:
+    """Import names the distribution provides (packages_distributions, names compared normalised)."""
+    norm = re.sub(r"[-_.]+", "-", dist).lower()
+    mapping = importlib.metadata.packages_distributions()
+    return sorted(
+        n for n, ds in mapping.items() if any(re.sub(r"[-_.]+", "-", d).lower() == norm for d in ds)
+    )
+
+
+def main(argv: list[str]) -> int:
+    sys.stdout.flush()
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # whatever imported code prints (Python or C level) goes to stderr
+    if len(argv) == 2 and argv[0] == "--top-level":
+        result: object = top_level(argv[1])
+    elif len(argv) in (1, 3) and not argv[0].startswith("-") and (len(argv) == 1 or argv[1] == "--dist"):
+        result = introspect(argv[0], argv[2] if len(argv) == 3 else None)
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    json.dump(result, out, default=str)
+    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

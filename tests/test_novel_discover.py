@@ -1,0 +1,426 @@
+"""Novel-API discovery on two versions of a tiny library built as wheels here (offline), its install
+failures, version resolution, and (slow) a real pair of releases from the registry."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from core.errors import UserError
+from data_pipeline.novel_api import envs as envs_module
+from data_pipeline.novel_api.discover import FILTERS, discover, run_introspect
+from data_pipeline.novel_api.envs import LibraryEnv, create_env, release_before, resolve_version
+
+PYPROJECT = """\
+[build-system]
+requires = ["setuptools"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "novlib"
+version = "{version}"
+description = "A tiny library whose second version adds, moves, removes and deprecates APIs."
+license = "MIT"
+
+[tool.setuptools.packages.find]
+include = ["novlib*"]
+"""
+
+GREET = '''
+def greet(name):
+    """Return a friendly greeting for the given name."""
+    return f"hello {name}"
+
+
+def _normalize(text):
+    """Strip and lower-case the text before it is compared."""
+    return text.strip().lower()
+
+
+class Greeter:
+    """Greets people by name, politely and at length."""
+
+    def hello(self, name):
+        """Say hello to the named person, politely."""
+        return greet(name)
+'''
+
+SLUGIFY = '''
+def slugify(text):
+    """Turn the text into a lower-case, dash-separated slug."""
+    return "-".join(text.lower().split())
+'''
+
+CAMEL = '''
+def camel(text):
+    """Join the words of the text in camel case."""
+    return "".join(w.title() for w in text.split())
+'''
+
+MOVED = '''
+def moved(x):
+    """Return x doubled, whichever module defines it."""
+    return 2 * x
+'''
+
+FIXED = '''
+def fixed_fn():
+    """Return the answer; version one could not import this module."""
+    return 42
+'''
+
+V1 = {
+    "novlib/__init__.py": '"""novlib 1.0."""\nfrom novlib.a import moved\nfrom novlib.core import greet, removed_fn\n',
+    "novlib/a.py": MOVED,
+    "novlib/core.py": GREET
+    + '''
+
+def removed_fn():
+    """This function exists only in version one."""
+''',
+    "novlib/util.py": SLUGIFY,
+    "novlib/strutils.py": CAMEL,
+    "novlib/broken.py": "import novlib_no_such_dependency  # noqa: F401\n" + FIXED,
+}
+
+V2 = {
+    # moved: now defined in novlib.b, still novlib.moved. slugify: newly re-exported (existed).
+    # _normalize: a private function made public as novlib.normalize: not new (the object existed),
+    # listed in the manifest's newly_public.
+    "novlib/__init__.py": '"""novlib 2.0."""\nfrom novlib.b import moved\n'
+    "from novlib.core import _normalize as normalize, greet, shout\nfrom novlib.util import slugify\n",
+    "novlib/b.py": MOVED,
+    "novlib/core.py": "import warnings\n"
+    + GREET
+    + '''
+
+def shout(text: str) -> str:
+    """Return the text upper-cased, with an exclamation mark appended."""
+    return text.upper() + "!"
+
+
+def _hidden_helper():
+    """An internal helper that callers should never use directly."""
+
+
+def old_style(x):
+    """Return x unchanged, as the first release did."""
+    warnings.warn(
+        "old_style goes away in 3.0; use shout",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return x
+
+
+def tiny():
+    """Does stuff."""
+
+
+exec(compile('def generated(x):\\n    """Return x; compiled from a template string at import."""\\n    return x\\n',
+             "<generated>", "exec"))
+
+
+class Farewell:
+    """Says goodbye to people when they leave the room."""
+
+    def bye(self, name: str) -> str:
+        """Return a goodbye message addressed to the given name."""
+        return f"bye {name}"
+
+    def _private_m(self):
+        """A private method that only the class itself calls."""
+
+
+class Loud(Greeter):
+    """A greeter that shouts every greeting it makes."""
+
+    def hello(self, name):
+        return shout(super().hello(name))
+''',
+    "novlib/util.py": SLUGIFY,
+    "novlib/text/__init__.py": '"""Text helpers."""\n',
+    "novlib/text/strutils.py": CAMEL,  # moved from novlib.strutils: same name, same module tail
+    "novlib/broken.py": FIXED,  # failed to import in 1.0
+    "novlib/gui.py": "import novlib_no_such_gui_toolkit  # noqa: F401\n",  # fails in 2.0 only
+    "novlib/extra.py": '''"""Extras with an explicit export list."""
+
+__all__ = ["shiny"]
+print("novlib.extra prints at import")  # must not reach the JSON on stdout
+
+
+def shiny():
+    """Return a shiny new value that version two introduced."""
+    return "shiny"
+
+
+def not_exported():
+    """Public-looking, but left out of __all__, so private."""
+''',
+}
+
+# qualname -> (kind, canonical, paths, filter) of every candidate, kept or not.
+EXPECTED = {
+    "novlib.broken.fixed_fn": (
+        "function",
+        "novlib.broken.fixed_fn",
+        ["novlib.broken.fixed_fn"],
+        "old_module_failed_import",
+    ),
+    "novlib.core.Farewell": ("class", "novlib.core.Farewell", ["novlib.core.Farewell"], None),
+    "novlib.core.Farewell.bye": ("method", "novlib.core.Farewell.bye", ["novlib.core.Farewell.bye"], None),
+    "novlib.core.Farewell._private_m": ("method", "novlib.core.Farewell._private_m", [], "private"),
+    "novlib.core.Loud": ("class", "novlib.core.Loud", ["novlib.core.Loud"], None),
+    "novlib.core.Loud.hello": (
+        "method",
+        "novlib.core.Loud.hello",
+        ["novlib.core.Loud.hello"],
+        "inherited_docstring",
+    ),
+    "novlib.core._hidden_helper": ("function", "novlib.core._hidden_helper", [], "private"),
+    "novlib.core.generated": ("function", "novlib.core.generated", ["novlib.core.generated"], "no_source"),
+    "novlib.core.old_style": ("function", "novlib.core.old_style", ["novlib.core.old_style"], "deprecated"),
+    "novlib.core.tiny": ("function", "novlib.core.tiny", ["novlib.core.tiny"], "thin_docstring"),
+    "novlib.extra.not_exported": ("function", "novlib.extra.not_exported", [], "private"),
+    "novlib.extra.shiny": ("function", "novlib.extra.shiny", ["novlib.extra.shiny"], None),
+    "novlib.shout": ("function", "novlib.core.shout", ["novlib.core.shout", "novlib.shout"], None),
+}
+
+
+def build_wheel(src: Path, files: dict[str, str], version: str, dist: Path) -> Path:
+    for name, text in {**files, "pyproject.toml": PYPROJECT.format(version=version)}.items():
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_text(textwrap.dedent(text) if name.endswith(".toml") else text)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+         "--disable-pip-version-check", "-q", "-w", str(dist), str(src)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return dist / f"novlib-{version}-py3-none-any.whl"
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("novlib")
+    return {
+        v: build_wheel(root / f"src{v}", files, v, root / "dist") for v, files in (("1.0", V1), ("2.0", V2))
+    }
+
+
+@pytest.fixture(scope="module")
+def run(wheels, tmp_path_factory):
+    out = tmp_path_factory.mktemp("discovery")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PIP_NO_INDEX", "1")  # offline: everything comes from the wheels
+        start = time.perf_counter()
+        manifest = discover("novlib", "1.0", "2.0", out, old_wheel=wheels["1.0"], new_wheel=wheels["2.0"])
+        print(f"discover (two fresh envs): {time.perf_counter() - start:.1f}s")
+    rows = [json.loads(line) for line in (out / "apis.jsonl").read_text().splitlines()]
+    return out, manifest, rows
+
+
+def test_finds_exactly_the_added_apis_and_filters_each_kind(run):
+    _, _, rows = run
+    got = {r["qualname"]: (r["kind"], r["canonical"], r["paths"], r["filter"]) for r in rows}
+    assert got == EXPECTED
+    assert [r["qualname"] for r in rows] == sorted(EXPECTED)
+    assert all(r["kept"] == (r["filter"] is None) for r in rows)
+    # not new: removed (removed_fn, strutils.camel's old path), moved (moved, camel), re-exported (slugify)
+    named = " ".join(p for r in rows for p in [r["canonical"], *r["paths"]])
+    for absent in ("removed_fn", "moved", "camel", "slugify", "greet", "Greeter", "normalize"):
+        assert absent not in named
+
+
+def test_rows_are_exact(run):
+    out, _, rows = run
+    site = next((out / "envs" / "2.0").glob("lib/python*/site-packages"))
+    core = (site / "novlib" / "core.py").read_text().splitlines()
+    common = {"library": "novlib", "old_version": "1.0", "new_version": "2.0", "license": "MIT", "kept": True}
+    by_name = {r["qualname"]: r for r in rows}
+    assert by_name["novlib.shout"] == {
+        **common,
+        "qualname": "novlib.shout",
+        "canonical": "novlib.core.shout",
+        "paths": ["novlib.core.shout", "novlib.shout"],
+        "kind": "function",
+        "module": "novlib.core",
+        "signature": "(text: str) -> str",
+        "doc": "Return the text upper-cased, with an exclamation mark appended.",
+        "source_file": str(site / "novlib" / "core.py"),
+        "lineno": core.index("def shout(text: str) -> str:") + 1,
+        "filter": None,
+    }
+    assert by_name["novlib.core.Farewell.bye"] == {
+        **common,
+        "qualname": "novlib.core.Farewell.bye",
+        "canonical": "novlib.core.Farewell.bye",
+        "paths": ["novlib.core.Farewell.bye"],
+        "kind": "method",
+        "module": "novlib.core",
+        "signature": "(self, name: str) -> str",
+        "doc": "Return a goodbye message addressed to the given name.",
+        "source_file": str(site / "novlib" / "core.py"),
+        "lineno": core.index("    def bye(self, name: str) -> str:") + 1,
+        "filter": None,
+    }
+    assert by_name["novlib.core.generated"]["source_file"] == "<generated>"
+    assert all(list(r) == list(rows[0]) for r in rows)
+
+
+def test_manifest_counts_every_filter_and_failed_module(run):
+    out, manifest, _ = run
+    assert json.loads((out / "discovery.json").read_text()) == manifest
+    assert manifest["import_name"] == "novlib"  # found from the distribution's files
+    assert manifest["counts"] == {
+        "old_apis": 7,  # moved greet removed_fn Greeter Greeter.hello slugify camel
+        "new_apis": 17,
+        "candidates": 13,
+        "newly_public": 1,
+        "kept": 5,
+        "filtered": {f: (3 if f == "private" else 1) for f in FILTERS},
+        "old_failed_modules": 1,
+        "new_failed_modules": 1,
+        "install_errors": 0,
+    }
+    assert manifest["failed_modules"] == {
+        "old": {"novlib.broken": "ModuleNotFoundError: No module named 'novlib_no_such_dependency'"},
+        "new": {"novlib.gui": "ModuleNotFoundError: No module named 'novlib_no_such_gui_toolkit'"},
+    }
+    assert manifest["python"] == {
+        v: str(out / "envs" / n / "bin" / "python") for v, n in (("old", "1.0"), ("new", "2.0"))
+    }
+    assert manifest["license"] == {"old": "MIT", "new": "MIT"}
+    assert manifest["newly_public"] == ["novlib.normalize"]
+    assert manifest["install_errors"] == {} and manifest["introspect_errors"] == {}
+
+
+def test_an_env_with_its_marker_is_reused(run, wheels):
+    out, _, _ = run
+    marker = out / "envs" / "1.0" / envs_module.MARKER
+    before = marker.stat().st_mtime_ns
+    start = time.perf_counter()
+    env = create_env(out / "envs", "novlib", "1.0", wheels["1.0"])
+    assert env.ok and env.python.exists() and time.perf_counter() - start < 2
+    assert marker.stat().st_mtime_ns == before
+
+
+def test_an_import_name_that_fails_is_recorded_not_empty(run):
+    out, _, _ = run
+    env = LibraryEnv("2.0", out / "envs" / "2.0" / "bin" / "python", out / "envs" / "2.0", True)
+    found = run_introspect(env, "novlib_nope", "novlib", timeout=60)
+    assert found["apis"] == [] and found["error"] is None
+    assert found["failed_modules"] == {"novlib_nope": "ModuleNotFoundError: No module named 'novlib_nope'"}
+
+
+def test_a_missing_wheel_is_one_user_error_counted_in_the_manifest(run, wheels, tmp_path):
+    out, _, _ = run
+    (tmp_path / "envs").symlink_to(out / "envs")  # the 1.0 env is reused through its marker
+    missing = tmp_path / "novlib-3.0-py3-none-any.whl"
+    with pytest.raises(UserError) as err:
+        discover("novlib", "1.0", "3.0", tmp_path, old_wheel=wheels["1.0"], new_wheel=missing)
+    assert (
+        str(err.value)
+        == f"could not install novlib 3.0: wheel not found: {missing} (see {tmp_path / 'discovery.json'})"
+    )
+    manifest = json.loads((tmp_path / "discovery.json").read_text())
+    assert manifest["install_errors"] == {"new": f"wheel not found: {missing}"}
+    assert manifest["counts"] == {"install_errors": 1}
+    assert manifest["python"] == {"old": str(tmp_path / "envs" / "1.0" / "bin" / "python"), "new": None}
+    assert not (tmp_path / "apis.jsonl").exists()
+
+
+def test_a_version_the_offline_registry_lacks_is_pips_error_on_one_line(run, wheels, tmp_path, monkeypatch):
+    out, _, _ = run
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "1.0").symlink_to(out / "envs" / "1.0")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    with pytest.raises(UserError) as err:
+        discover("novlib", "1.0", "9.9", tmp_path, old_wheel=wheels["1.0"])
+    pip_error = "ERROR: No matching distribution found for novlib==9.9"
+    assert str(err.value) == f"could not install novlib 9.9: {pip_error} (see {tmp_path / 'discovery.json'})"
+    assert "\n" not in str(err.value)
+    manifest = json.loads((tmp_path / "discovery.json").read_text())
+    assert manifest["install_errors"] == {"new": pip_error}
+    assert not (tmp_path / "envs" / "9.9" / envs_module.MARKER).exists()  # a rerun tries again
+
+
+def test_version_specs(monkeypatch, wheels, tmp_path):
+    assert resolve_version("novlib", "20.2.1") == "20.2.1"
+    assert resolve_version("novlib", " 1.0 ") == "1.0"
+    with pytest.raises(UserError, match="neither a version"):
+        resolve_version("novlib", "latest")
+    with pytest.raises(UserError, match="not a date"):
+        resolve_version("novlib", "2021-02-30")
+
+    def files(when: str, yanked: bool = False) -> list[dict]:
+        return [{"upload_time_iso_8601": f"{when}T12:00:00.000000Z", "yanked": yanked}]
+
+    releases = {
+        "1.0": files("2020-01-01"),
+        "2.0": files("2021-01-01"),
+        "1.9.5": files("2021-03-01"),  # a maintenance release after 2.0: 2.0 is still the newer API
+        "2.1": files("2021-04-01", yanked=True),
+        "3.0rc1": files("2021-05-01"),
+        "3.0": files("2021-06-30"),  # on the cutoff day: not before it
+        "4.0": [],
+    }
+    assert release_before(releases, date(2021, 6, 30)) == "2.0"
+    assert release_before(releases, date(2021, 7, 1)) == "3.0"
+    assert release_before(releases, date(2020, 1, 1)) is None
+    monkeypatch.setattr(envs_module, "fetch_releases", lambda library: releases)
+    assert resolve_version("novlib", "2021-06-30") == "2.0"
+    with pytest.raises(UserError, match="no final, unyanked release was uploaded before 2019-01-01"):
+        resolve_version("novlib", "2019-01-01")
+    with pytest.raises(
+        UserError, match="version 1.1 was asked for but novlib-1.0-py3-none-any.whl is version 1.0"
+    ):
+        discover("novlib", "1.1", "2.0", tmp_path, old_wheel=wheels["1.0"], new_wheel=wheels["2.0"])
+    with pytest.raises(UserError, match="both version 1.0"):
+        discover("novlib", "1.0", "1.0", tmp_path)
+    assert not list(tmp_path.iterdir())
+
+
+def _registry_reachable() -> str | None:
+    """Why the registry cannot be used, or None."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "index", "versions", "boltons", "--disable-pip-version-check"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        return "the package registry cannot be reached: " + (done.stderr.strip().splitlines() or ["?"])[-1]
+    return None
+
+
+@pytest.mark.slow
+def test_a_real_library_from_the_registry(tmp_path):
+    why = _registry_reachable()
+    if why:
+        pytest.skip(why)
+    start = time.perf_counter()
+    manifest = discover("boltons", "20.2.1", "25.0.0", tmp_path)
+    rows = [json.loads(line) for line in (tmp_path / "apis.jsonl").read_text().splitlines()]
+    print(f"boltons 20.2.1 -> 25.0.0 in {time.perf_counter() - start:.1f}s: {json.dumps(manifest['counts'])}")
+    print("failed modules:", json.dumps(manifest["failed_modules"]), "licence:", manifest["license"])
+    print("kept:", [r["qualname"] for r in rows if r["kept"]])
+    assert manifest["counts"]["kept"] > 0
+    assert "boltons.funcutils.noop" in {r["qualname"] for r in rows if r["kept"]}  # added in 21.0.0
+    assert all(r["source_file"].endswith(".py") and r["lineno"] for r in rows if r["kept"])
+    assert manifest["import_name"] == "boltons"
+
+
+@pytest.mark.slow
+def test_a_cutoff_date_resolves_from_upload_times():
+    try:
+        assert resolve_version("boltons", "2021-01-01") == "20.2.1"
+        assert resolve_version("boltons", "2021-06-30") == "21.0.0"
+    except UserError as exc:
+        if "cannot read release dates" in str(exc):
+            pytest.skip(f"PyPI's JSON API cannot be reached: {exc}")
+        raise
