@@ -91,6 +91,7 @@ class DecontamOptions:
     benchmarks: list[BenchmarkSource] = field(default_factory=_default_benchmarks)
     threshold: float = 0.5  # Jaccard of code shingles above which a row counts as a copy
     match_instructions: bool = True  # identical (normalised) instructions are dropped too
+    columns: list[str] = field(default_factory=lambda: ["before", "after"])  # the code compared
 
 
 @dataclass

@@ -81,13 +81,12 @@ def decontaminate(
     index = BenchmarkIndex(load_benchmarks(list(opts.benchmarks)), opts, dedup)
     if len(ds) == 0:
         return ds, StageResult("decontaminate", input=0, kept=0)
-    before = signatures(ds, index.cfg, executor, ("before",))
-    after = signatures(ds, index.cfg, executor, ("after",))
+    code = [signatures(ds, index.cfg, executor, (column,)) for column in opts.columns]
     reasons: Counter[str] = Counter()
     by_benchmark: Counter[str] = Counter()
     keep = []
     for i, instruction in enumerate(ds["instruction"]):
-        bench = index.code_match(before[i]) or index.code_match(after[i])
+        bench = next((b for sigs in code if (b := index.code_match(sigs[i]))), None)
         reason = "contaminated_code" if bench else ""
         if not bench and index.instructions:
             bench = index.instructions.get(normalize_instruction(instruction))

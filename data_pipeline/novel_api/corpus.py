@@ -88,7 +88,11 @@ def decontaminate_rows(rows: list[dict], benchmark: Path) -> tuple[list[dict], d
     from data_pipeline.decontam import decontaminate
     from data_pipeline.executors import LocalExecutor
 
-    opts = DecontamOptions(benchmarks=[BenchmarkSource(name="novelapi", path=str(benchmark))])
+    # Tasks are templated (every L2 context can be the same few lines): compare the references, and
+    # only near-copies (0.8), or the template alone would match every evaluation task.
+    opts = DecontamOptions(
+        benchmarks=[BenchmarkSource(name="novelapi", path=str(benchmark))], threshold=0.8, columns=["after"]
+    )
     kept, result = decontaminate(Dataset.from_list(rows), opts, DedupOptions(), LocalExecutor(num_proc=1))
     return kept.to_list(), {"input": result.input, "kept": result.kept, "dropped": result.dropped}
 
