@@ -53,6 +53,7 @@ class CorpusConfig:
     kinds: list[str] = field(default_factory=lambda: ["sft", "raft"])
     test_fraction: float = 0.3  # of the APIs (tasks are split by API)
     holdout: str | None = None  # a library: leave-one-library-out (its tasks are the test split)
+    include: list[str] = field(default_factory=list)  # other libraries' built folders, merged in
     seed: int = 0
     # RAFT (Zhang et al. 2024): the oracle among k distractors, present in a fraction P of the rows
     distractors: int = 4
@@ -197,13 +198,29 @@ def _corpus(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
     from data_pipeline.novel_api.tasks import write_jsonl
 
     c = cfg.corpus
-    tasks = assign_splits(_read_jsonl(out / "tasks.jsonl"), c.test_fraction, c.seed, c.holdout)
+    tasks, bundles = _merged(out, [Path(p) for p in c.include])
+    if c.holdout is not None and c.holdout not in {t["library"] for t in tasks}:
+        raise UserError(
+            f"corpus.holdout={c.holdout!r} has no tasks here; libraries: {sorted({t['library'] for t in tasks})}"
+        )
+    tasks = assign_splits(tasks, c.test_fraction, c.seed, c.holdout)
     write_jsonl(tasks, out / "tasks.jsonl")  # the split the corpus and the evaluation agree on
-    bundles = {b["qualname"]: b for b in _read_jsonl(out / "bundles.jsonl")}
+    write_jsonl(list(bundles.values()), out / "bundles.jsonl")
     raft = RAFTConfig(
         distractors=c.distractors, oracle_fraction=c.oracle_fraction, negatives=c.negatives, seed=c.seed
     )
     return build_corpora(out, list(c.kinds), tasks, bundles, c.seed, raft)
+
+
+def _merged(out: Path, include: list[Path]) -> tuple[list[dict], dict[str, dict]]:
+    """This folder's tasks and bundles plus those of `include` (leave-one-library-out corpora)."""
+    tasks, bundles = [], {}
+    for folder in [out, *include]:
+        for needed in ("tasks.jsonl", "bundles.jsonl"):
+            existing_path(str(folder / needed), "corpus.include", "build each library's folder first")
+        tasks += [t for t in _read_jsonl(folder / "tasks.jsonl") if t["id"] not in {x["id"] for x in tasks}]
+        bundles.update({b["qualname"]: b for b in _read_jsonl(folder / "bundles.jsonl")})
+    return tasks, bundles
 
 
 STEPS = {

@@ -184,25 +184,40 @@ def _levels(bundle: dict, imports: str, setup: list[str], target: str, call: ast
     return out
 
 
-CAPTURE = """
-_value = {call}
-print("@@out", repr(repr(_value)), repr(type(_value).__name__))
-print("@@out2", repr(repr({call})))
+NORM = """
+def _norm(value):
+    # an iterator (a generator, map, ...) is compared by what it yields
+    return list(value) if hasattr(value, "__next__") and hasattr(value, "__iter__") else value
 """
 
-ASSERT = """
+CAPTURE = (
+    NORM
+    + """
+_value = _norm({call})
+print("@@out", repr(repr(_value)), repr(type(_value).__name__))
+print("@@out2", repr(repr(_norm({call}))))
+"""
+)
+
+ASSERT = (
+    NORM
+    + """
 _expected = {expected}
-_got = {call}
+_got = _norm({call})
 assert _got == _expected, (
     f"expected {{_expected!r}} ({{type(_expected).__name__}}), got {{_got!r}} ({{type(_got).__name__}})"
 )
 """
+)
 
-ASSERT_REPR = """
+ASSERT_REPR = (
+    NORM
+    + """
 _expected = {expected!r}
-_got = {call}
+_got = _norm({call})
 assert repr(_got) == _expected, f"expected {{_expected}} ({type_name}), got {{_got!r}} ({{type(_got).__name__}})"
 """
+)
 
 
 def _parameters(signature: str | None) -> str | None:
