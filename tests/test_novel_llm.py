@@ -88,3 +88,20 @@ def test_c2_and_c3_keep_only_new_and_solvable_tasks(endpoint, sandbox):  # noqa:
     )
     kept, manifest = validate_tasks([task], {BUNDLE["qualname"]: BUNDLE}, sandbox, skipped)
     assert kept[0]["c2"] is None and manifest["c2"] == "skipped"
+
+
+def test_prose_rewrite_keeps_the_docstring(endpoint):
+    from core.openai_client import OpenAIClient
+    from data_pipeline.novel_api.prose import rewrite_prose
+
+    _Scripted.replies = ["It joins the words of the text with a separator.", ""]
+    client = OpenAIClient(endpoint, "NONE", max_retries=0)
+    bundles, counts = rewrite_prose([BUNDLE, BUNDLE], client, "m")
+    assert (
+        bundles[0]["M"]["prose"].startswith("It joins")
+        and bundles[0]["M"]["prose_docstring"] == BUNDLE["M"]["prose"]
+    )
+    assert bundles[1]["M"]["prose"] == BUNDLE["M"]["prose"] and counts == {
+        "rewritten": 1,
+        "kept_docstring": 1,
+    }

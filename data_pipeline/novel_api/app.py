@@ -31,6 +31,15 @@ class LLMConfig:
 
 
 @dataclass
+class ProseConfig:
+    """The optional LLM rewrite of each bundle's M prose (null model: the docstring's prose)."""
+
+    model: str | None = None
+    base_url: str = "https://api.openai.com/v1"
+    api_key_env: str = "OPENAI_API_KEY"
+
+
+@dataclass
 class TasksConfig:
     generator: str = "deterministic"  # deterministic (offline) | llm
     llm: LLMConfig = field(default_factory=LLMConfig)
@@ -80,6 +89,7 @@ class NovelAPIConfig:
     out: str = "data/novel/library"
     min_doc_words: int = 5
     example_timeout_s: float = 10.0
+    prose: ProseConfig = field(default_factory=ProseConfig)
     tasks: TasksConfig = field(default_factory=TasksConfig)
     checks: ValidateConfig = field(default_factory=ValidateConfig)  # the validate stage (C2, C3)
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
@@ -140,7 +150,18 @@ def _discover(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
 def _bundles(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
     from data_pipeline.novel_api.bundles import build_bundles
 
-    return build_bundles(out, cfg.example_timeout_s)
+    manifest = build_bundles(out, cfg.example_timeout_s)
+    if cfg.prose.model:
+        from core.openai_client import OpenAIClient
+        from data_pipeline.novel_api.prose import rewrite_prose
+        from data_pipeline.novel_api.tasks import write_jsonl
+
+        client = OpenAIClient(cfg.prose.base_url, cfg.prose.api_key_env)
+        bundles, manifest["prose"] = rewrite_prose(
+            _read_jsonl(out / "bundles.jsonl"), client, cfg.prose.model
+        )
+        write_jsonl(bundles, out / "bundles.jsonl")
+    return manifest
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
