@@ -16,15 +16,14 @@ the candidate and the tests run, and the calls are reported (`read_spy`).
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 from core.knowledge import CELL_PRESETS, render_knowledge
 from core.problems import BenchmarkError, Problem, check_unique, read_jsonl
+from core.sandbox.reports import last_report
 
 SPY_SOURCE = (Path(__file__).resolve().parent / "novelapi_spy.py").read_text()
-SPY_LINE = re.compile(r"^@@spy (\S+) (\{.*\})$", re.MULTILINE)
 TASK_FIELDS = ("id", "qualname", "library", "description", "context", "reference", "tests", "paths")
 RETRIEVALS = ("oracle", "bm25", "dense")
 
@@ -36,14 +35,7 @@ def program(code: str, paths: list[str], tests: str, token: str) -> str:
 
 def read_spy(stdout: str, token: str) -> dict[str, Any] | None:
     """The spy's last report with this run's token, or None when the run never got that far."""
-    found = None
-    for match in SPY_LINE.finditer(stdout):
-        if match.group(1) == token:
-            try:
-                found = json.loads(match.group(2))
-            except json.JSONDecodeError:
-                found = None
-    return found
+    return last_report(stdout, "spy", token)
 
 
 def instruction(task: dict[str, Any], knowledge: str) -> str:

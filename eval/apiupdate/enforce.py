@@ -13,8 +13,6 @@ precedence written in `classify`).
 from __future__ import annotations
 
 import ast
-import json
-import re
 import secrets
 import warnings
 from collections.abc import Sequence
@@ -23,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
+from core.sandbox.reports import last_report
 from eval.apiupdate.apis import api_calls, import_aliases, qualified_name, references
 from eval.apiupdate.catalogue import Modification
 
 RUNTIME_SOURCE = (Path(__file__).resolve().parent / "runtime.py").read_text()
-REPORT = re.compile(r"^@@apiupdate (\S+) (\{.*\})$", re.MULTILINE)
 # The outcome taxonomy, in the study's groups; `classify` assigns exactly one per sample.
 OUTCOMES = {
     "adoption": "passed, and called the new API",
@@ -262,14 +260,7 @@ def program(code: str, mod: Modification, tests: str, token: str) -> str:
 
 def read_report(stdout: str, token: str) -> dict[str, Any] | None:
     """The runtime's last report line with this run's token (other lines are the program's)."""
-    found = None
-    for match in REPORT.finditer(stdout):
-        if match.group(1) == token:
-            try:
-                found = json.loads(match.group(2))
-            except json.JSONDecodeError:
-                found = None
-    return found
+    return last_report(stdout, "apiupdate", token)
 
 
 def classify(result: ExecutionResult, report: dict[str, Any] | None) -> tuple[str, bool]:
