@@ -15,7 +15,7 @@ from typing import Any
 
 from core.benchmarks import BenchmarkSource
 from core.config import register_schema
-from data_pipeline.minhash_config import MinHashConfig
+from core.minhash_config import MinHashConfig
 
 SOURCE_KINDS = ("hub", "files", "disk", "git")
 EXECUTOR_KINDS = ("local", "ray")

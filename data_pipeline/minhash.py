@@ -20,18 +20,16 @@ hashes into shingle hashes, and applies datasketch's own permutations.
 from __future__ import annotations
 
 import functools
-import re
-import struct
 from collections.abc import Sequence
 
 import datasketch
 import numpy as np
-import xxhash
 from numba import njit
 
-from data_pipeline.minhash_config import MinHashConfig
+from core.minhash_config import MinHashConfig
+from core.shingles import shingle_hash, shingles, tokenize
 
-_TOKEN_RE = re.compile(r"[A-Za-z0-9_\u0080-\U0010FFFF]+|[^ \t\n\r\f\v]")
+__all__ = ["MinHashConfig", "minhash_signatures", "shingle_hash", "shingle_sets", "shingles", "tokenize"]
 
 
 @functools.cache
@@ -39,25 +37,6 @@ def _permutations(num_perm: int, seed: int, scheme: str) -> tuple[np.ndarray, np
     # Taken from datasketch itself so that our signatures match its MinHash bit for bit.
     a, b = datasketch.MinHash(num_perm=num_perm, seed=seed, scheme=scheme).permutations
     return np.ascontiguousarray(a, dtype=np.uint64), np.ascontiguousarray(b, dtype=np.uint64)
-
-
-def tokenize(text: str) -> list[str]:
-    """Code tokens: word runs and single punctuation characters (reference implementation)."""
-    return _TOKEN_RE.findall(text)
-
-
-def shingles(text: str, ngram: int) -> list[tuple[str, ...]]:
-    """The ``ngram``-token windows of ``text``, or its whole token sequence when shorter."""
-    tokens = tokenize(text)
-    if len(tokens) < ngram:
-        return [tuple(tokens)]
-    return [tuple(tokens[i : i + ngram]) for i in range(len(tokens) - ngram + 1)]
-
-
-def shingle_hash(shingle: Sequence[str]) -> int:
-    """64-bit hash of one shingle: the reference for the numba kernel and the datasketch hashfunc."""
-    words = [xxhash.xxh64_intdigest(t.encode("utf-8", "surrogatepass")) for t in shingle]
-    return xxhash.xxh64_intdigest(struct.pack(f"<{len(words)}Q", *words))
 
 
 def _encode(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
