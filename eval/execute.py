@@ -56,9 +56,11 @@ def _record(key: Key, result: ExecutionResult) -> dict[str, Any]:
     }
 
 
-def _run_chunk(
+def run_programs(
     sandbox: Sandbox, jobs: Sequence[tuple[Problem, str]], limits: SandboxLimits
 ) -> list[ExecutionResult]:
+    """Run each (problem, program) with the problem's tests: Python in the interpreter harness, other
+    languages as their toolchain's command line (in parallel, each with its own limits)."""
     python = [(i, p, c) for i, (p, c) in enumerate(jobs) if p.language == "python"]
     results: list[ExecutionResult | None] = [None] * len(jobs)
     for (i, _, _), result in zip(
@@ -119,7 +121,7 @@ def execute_samples(
     for start in range(0, len(pending), CHUNK):
         chunk = pending[start : start + CHUNK]
         for (key, _, _), result in zip(
-            chunk, _run_chunk(sandbox, [(p, c) for _, p, c in chunk], limits), strict=True
+            chunk, run_programs(sandbox, [(p, c) for _, p, c in chunk], limits), strict=True
         ):
             store.append(_record(key, result))
         if progress:

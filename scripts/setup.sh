@@ -35,7 +35,8 @@ step() { echo "== setup: $* ($((SECONDS - start)) s)"; }
 # ---------------------------------------------------------------- system packages
 # What each one is for: bubblewrap, the sandbox's strong backend; g++ with boost and OpenSSL
 # headers, HumanEvalFix C++ (and DeepSpeed's CPU ops); node and javac, HumanEvalFix JS and
-# Java; git, the data pipeline's git source. Tests that need a missing one skip.
+# Java; git, the data pipeline's git source; JaCoCo (libjacoco-java) and npm (for c8), the audit's
+# Java and JavaScript coverage. Tests that need a missing one skip.
 PYTHON=${PYTHON:-python3}
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
@@ -45,6 +46,8 @@ command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
 command -v git >/dev/null 2>&1 || missing+=(git)
+[ -e /usr/share/java/org.jacoco.core.jar ] || missing+=(libjacoco-java)
+command -v npm >/dev/null 2>&1 || command -v c8 >/dev/null 2>&1 || missing+=(npm)
 if [ ! -x "$venv/bin/python" ] && ! "$PYTHON" -c "import ensurepip, venv" >/dev/null 2>&1; then
     missing+=(python3-venv)
 fi
@@ -66,6 +69,17 @@ else
             echo "warning: apt-get could not install ${missing[*]} (log: /tmp/editforge-apt.log); going on" >&2
         fi
     fi
+fi
+
+# c8 (the audit's JavaScript coverage) comes from the npm registry.
+if command -v c8 >/dev/null 2>&1; then
+    step "c8: present"
+elif [ "$system" != 0 ] && command -v npm >/dev/null 2>&1 && { [ "$(id -u)" = 0 ] || [ -n "${sudo:-}" ]; }; then
+    step "c8: npm install -g c8"
+    ${sudo:-} npm install -g -q c8 >/tmp/editforge-npm.log 2>&1 \
+        || echo "warning: npm could not install c8 (log: /tmp/editforge-npm.log); JavaScript coverage is skipped" >&2
+else
+    step "c8: skipped (no npm, or not root); the audit reports JavaScript coverage as unavailable"
 fi
 
 # ---------------------------------------------------------------- virtualenv

@@ -1,0 +1,111 @@
+"""`python -m eval.audit benchmark=NAME|FILE out=DIR`: audit a benchmark's own tests.
+
+A `benchmark=` value that is an existing file is read as a CanItEdit-schema jsonl. The config is
+validated and the toolchains checked before the sandbox starts; the checks are in `audit.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.benchmarks import load_source
+from core.config import register_schema
+from core.entry import App, run_app
+from core.errors import ConfigError
+from eval.config import BenchmarkConfig, SandboxConfig
+from eval.languages import check_languages
+
+log = logging.getLogger("eval.audit")
+
+
+@dataclass
+class MutationConfig:
+    enabled: bool = True
+    per_region: int = 20  # mutants inside and outside the diff region, each
+    timeout_factor: float = 10.0
+
+
+@dataclass
+class AuditConfig:
+    benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
+    out: str = "audits/benchmark"
+    repeats: int = 3
+    mutation: MutationConfig = field(default_factory=MutationConfig)
+    scope: bool = True
+    model_results: list[str] = field(default_factory=list)
+    seed: int = 0
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+
+    def validate(self) -> None:
+        self.benchmark.validate("benchmark")
+        if self.repeats < 1:
+            raise ConfigError("repeats must be >= 1")
+        if self.mutation.per_region < 1 or self.mutation.timeout_factor <= 0:
+            raise ConfigError("mutation.per_region must be >= 1 and mutation.timeout_factor > 0")
+
+
+register_schema("audit_schema", AuditConfig)
+
+
+def preflight(cfg: AuditConfig) -> None:
+    check_languages(cfg.benchmark.name, cfg.benchmark.languages)
+    cfg.benchmark.check_source("benchmark")
+    for folder in cfg.model_results:
+        if not (Path(folder) / "samples.jsonl").is_file():
+            raise ConfigError(
+                f"model_results: {folder} has no samples.jsonl; give folders written by python -m eval.run"
+            )
+
+
+def run(cfg: AuditConfig, resolved: dict[str, Any]) -> None:
+    from core.sandbox import make_sandbox
+    from eval.audit.audit import AuditOptions, run_audit
+    from eval.audit.report import plot, render
+
+    bench = load_source(cfg.benchmark)
+    problems = bench.problems[: cfg.benchmark.limit] if cfg.benchmark.limit else bench.problems
+    options = AuditOptions(
+        repeats=cfg.repeats,
+        mutation=cfg.mutation.enabled,
+        mutants_per_region=cfg.mutation.per_region,
+        timeout_factor=cfg.mutation.timeout_factor,
+        scope=cfg.scope,
+        model_results=list(cfg.model_results),
+        seed=cfg.seed,
+    )
+    s = cfg.sandbox
+    with make_sandbox(s.backend, limits=s.limits, workers=s.workers) as sandbox:
+        audit = run_audit(
+            bench.name, problems, sandbox, s.limits, options, lambda step: log.info("audit: %s", step)
+        )
+    audit["config"] = resolved
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "audit.json").write_text(json.dumps(audit, indent=2) + "\n")
+    report = render(audit, plot(audit, out))
+    (out / "report.md").write_text(report)
+    print(report)
+
+
+APP = App("audit", AuditConfig, run=run, preflight=preflight)
+
+
+def main(argv: list[str]) -> None:
+    """`benchmark=FILE` (an existing CanItEdit-schema file) becomes `benchmark=canitedit benchmark.path=FILE`."""
+    args = []
+    for arg in argv:
+        key, _, value = arg.partition("=")
+        if key == "benchmark" and value and Path(value).is_file():
+            args += ["benchmark=canitedit", f"benchmark.path={value}"]
+        else:
+            args.append(arg)
+    run_app(APP, args)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,172 @@
+"""One benchmark audit, top to bottom: validity, density, coverage, preservation, scope,
+independence, distributions, and (with model results) the problems no model solves.
+
+`run_audit` returns the audit as a dict (`audit.json`): `totals` and one row per problem with at
+least `id`, `language`, `pass_after`, `fail_before`, and the figures of each check. Each check
+lives in its own module of this package; this one only orders them and adds them up.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.problems import Problem
+from core.sandbox import SandboxLimits
+from eval.audit import density as density_mod
+from eval.audit import distributions, independence, linecoverage, mutation, scope, unsolved, validity
+
+log = logging.getLogger("eval.audit")
+
+
+@dataclass
+class AuditOptions:
+    repeats: int = 3  # runs of each reference and before program (flakiness)
+    mutation: bool = True
+    mutants_per_region: int = 20
+    timeout_factor: float = 10.0  # a mutant's limit: this x the reference's runtime (at least 1 s)
+    scope: bool = True
+    model_results: list[str] = field(default_factory=list)
+    seed: int = 0
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def run_audit(
+    name: str,
+    problems: Sequence[Problem],
+    sandbox,
+    limits: SandboxLimits,
+    options: AuditOptions,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    started, timings = time.monotonic(), {}
+    say = progress or (lambda step: None)
+
+    def step(label: str, work: Callable[[], Any]) -> Any:
+        say(label)
+        t0 = time.monotonic()
+        result = work()
+        timings[label] = round(time.monotonic() - t0, 1)
+        log.info("audit %s: %.1f s", label, timings[label])
+        return result
+
+    checks = step("validity", lambda: validity.check_validity(problems, sandbox, limits, options.repeats))
+    densities = {p.id: density_mod.density(p) for p in problems}
+    coverage = step("coverage", lambda: linecoverage.measure(problems, sandbox, limits))
+    mutations: dict[str, dict] = {}
+    if options.mutation:
+
+        def mutate() -> None:
+            for p in problems:
+                if p.language == "python" and checks[p.id]["pass_after"]:
+                    mutations[p.id] = mutation.run_mutants(
+                        p, sandbox, cap=options.mutants_per_region, seed=options.seed,
+                        timeout_factor=options.timeout_factor,
+                    ).as_dict()  # fmt: skip
+
+        step("mutation", mutate)
+    scopes: dict[str, dict] = {}
+    if options.scope:
+        executable = {
+            pid: set(row["executable"]) for pid, row in coverage.items() if row["coverage"] is not None
+        }
+        scopes = step("scope", lambda: scope.test_scope(problems, sandbox, limits, executable))
+    shared = step("independence", lambda: independence.shared_codebases(problems))
+    table1 = distributions.table1(problems)
+    rows = []
+    for p in problems:
+        row: dict[str, Any] = {"id": p.id, "name": p.name, "language": p.language}
+        row.update(checks[p.id])
+        row.update(densities[p.id])
+        row.update(coverage[p.id])
+        row.pop("uncovered_lines", None)
+        row.pop("executable", None)
+        if p.id in mutations:
+            row["mutation"] = mutations[p.id]
+        if p.id in scopes:
+            row["scope"] = scopes[p.id]
+        rows.append(row)
+    audit = {
+        "benchmark": name,
+        "problems": rows,
+        "independence": shared,
+        "distributions": table1,
+        "totals": _totals(rows, shared),
+    }
+    if options.model_results:
+        results = unsolved.read_results(options.model_results)
+        audit["unsolved"] = unsolved.unsolved(results, checks)
+    timings["total"] = round(time.monotonic() - started, 1)
+    audit["timings_s"] = timings
+    return audit
+
+
+def _rate(rows: list[dict], region: str) -> tuple[int, int, float | None]:
+    killed = sum(r["mutation"][region]["killed"] for r in rows if "mutation" in r and region in r["mutation"])
+    scored = sum(
+        r["mutation"][region]["run"] - r["mutation"][region]["uncovered"]
+        for r in rows
+        if "mutation" in r and region in r["mutation"]
+    )
+    return killed, scored, (100.0 * killed / scored if scored else None)
+
+
+def _totals(rows: list[dict], shared: dict) -> dict[str, Any]:
+    n = len(rows)
+    whole = [r["coverage"] for r in rows if r.get("coverage") is not None]
+    diff = [r["diff_coverage"] for r in rows if r.get("diff_coverage") is not None]
+    tests = [r["assertions"] for r in rows]
+    killed_out, scored_out, rate_out = _rate(rows, "outside")
+    killed_in, scored_in, rate_in = _rate(rows, "inside")
+    mutants_run = sum(r["mutation"][g]["run"] for r in rows if "mutation" in r for g in ("inside", "outside"))
+    scoped = [r["scope"] for r in rows if "scope" in r]
+    return {
+        "problems": n,
+        "languages": dict(
+            sorted({r["language"]: sum(x["language"] == r["language"] for x in rows) for r in rows}.items())
+        ),
+        "pass_after": sum(r["pass_after"] for r in rows),
+        "fail_before": sum(r["fail_before"] for r in rows),
+        "before_timeouts": sum(r["before_timeout"] for r in rows),
+        "flaky": sum(r["flaky"] for r in rows),
+        "assertions_median": _median(tests),
+        "assertions_mean": _mean(tests),
+        "test_functions_median": _median([r["test_functions"] for r in rows]),
+        "single_test": sum(r["single_test"] for r in rows),
+        "coverage_measured": len(whole),
+        "coverage_median": _median(whole),
+        "coverage_mean": _mean(whole),
+        "diff_coverage_median": _median(diff),
+        "diff_coverage_mean": _mean(diff),
+        "below_75": sum(c < linecoverage.THRESHOLD for c in whole),
+        "below_75_ids": [
+            r["id"] for r in rows if r.get("coverage") is not None and r["coverage"] < linecoverage.THRESHOLD
+        ],
+        "mutants_run": mutants_run,
+        "kill_rate_outside": rate_out,
+        "kill_rate_inside": rate_in,
+        "killed_outside": killed_out,
+        "scored_outside": scored_out,
+        "killed_inside": killed_in,
+        "scored_inside": scored_in,
+        "blind_outside": sum(s["blind_outside"] for s in scoped),
+        "scope_measured": len(scoped),
+        "low_coverage_blind_outside": sum(
+            1
+            for r in rows
+            if "scope" in r and r["scope"]["blind_outside"] and (r.get("coverage") or 100) < 75
+        ),
+        "distinct_contexts": shared.get("distinct_contexts"),
+        "identical_instruction_groups": len(shared.get("identical_instructions", [])),
+    }

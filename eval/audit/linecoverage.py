@@ -1,0 +1,211 @@
+"""Statement coverage of each reference by its own tests: the whole file, and the diff region.
+
+The diff region is the set of lines of the reference (`after`) that the edit added or rewrote
+(`eval.excess_code.changed_line_numbers`: difflib's replace/insert lines). Whole-file coverage
+counts the reference's executable lines only (not the tests' own lines), diff-region coverage
+the executable lines inside the region (None when the edit only deleted lines or touched no
+executable line).
+
+- **Python**: coverage.py inside the sandbox (`eval.excess_code.coverage_reports`), statements
+  after its exclusions.
+- **C++**: gcov: the program is compiled with `--coverage`, run, and `main.cpp.gcov` read back
+  (a line with a count is executable; `#####` means never run).
+- **JavaScript**: c8 (V8's coverage; `npm install -g c8`), its line counts as it reports them.
+- **Java**: JaCoCo's agent from Debian's `libjacoco-java`, read back by `tools/CoverageDump.java`
+  (Debian ships no JaCoCo command line).
+A tool that is not installed is reported as unavailable with the install hint, never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from core.problems import Problem
+from core.sandbox import Sandbox, SandboxLimits
+from eval.excess_code import CoverageError, changed_line_numbers, coverage_reports
+from eval.languages import JS_PRELUDE, command_job
+
+THRESHOLD = 75.0  # the published audit's cut: suites below it are listed
+JAVA_LIB = "/usr/share/java"
+JACOCO = (f"{JAVA_LIB}/org.jacoco.agent.jar", f"{JAVA_LIB}/org.jacoco.core.jar", f"{JAVA_LIB}/asm.jar")
+JACOCO_CP = ":".join(
+    f"{JAVA_LIB}/{jar}" for jar in ("org.jacoco.core.jar", "asm.jar", "asm-commons.jar", "asm-tree.jar")
+)
+# Debian ships JaCoCo's agent and core, not its command line: this small reader prints "line covered".
+DUMP_SOURCE = (Path(__file__).resolve().parent / "tools" / "CoverageDump.java").read_text()
+
+
+@dataclass(frozen=True)
+class LineCoverage:
+    """Executable and covered lines of the reference (1-based lines of `after`)."""
+
+    executable: frozenset[int]
+    covered: frozenset[int]
+
+    def percent(self, lines: set[int] | None = None) -> float | None:
+        scope = self.executable if lines is None else self.executable & lines
+        return None if not scope else 100.0 * len(scope & self.covered) / len(scope)
+
+
+def unavailable(language: str) -> str | None:
+    """Why this machine cannot measure `language`'s coverage, or None when it can."""
+    if language == "js" and shutil.which("c8") is None:
+        return "c8 is not installed (npm install -g c8)"
+    if language == "java" and not all(Path(p).is_file() for p in JACOCO):
+        return "JaCoCo is not installed (apt-get install libjacoco-java)"
+    if language not in ("python", "cpp", "js", "java"):
+        return f"no coverage tool for {language}"
+    return None
+
+
+def _offset(problem: Problem) -> int:
+    """Lines the program puts before `after` (the prelude and its separating newline)."""
+    return problem.prelude.count("\n") + 1 if problem.prelude and problem.after.strip() else 0
+
+
+def _python(problems: Sequence[Problem], sandbox: Sandbox, limits: SandboxLimits) -> list[LineCoverage | str]:
+    jobs = [(p.program(p.after), p.tests) for p in problems]
+    out: list[LineCoverage | str] = []
+    for problem, report in zip(problems, coverage_reports(sandbox, jobs, limits), strict=True):
+        if isinstance(report, CoverageError):
+            out.append(f"coverage failed: {report}")
+            continue
+        shift, n = _offset(problem), len(problem.after.splitlines())
+        statements = {s - shift for s in report.statements if shift < s <= shift + n}  # the reference's lines
+        missing = {m - shift for m in report.missing}
+        out.append(LineCoverage(frozenset(statements), frozenset(statements - missing)))
+    return out
+
+
+GCOV_LINE = re.compile(r"^\s*([^:]+):\s*(\d+):")
+
+
+def parse_gcov(text: str) -> tuple[set[int], set[int]]:
+    """(executable, covered) lines from a .gcov file."""
+    executable, covered = set(), set()
+    for line in text.splitlines():
+        match = GCOV_LINE.match(line)
+        if not match or match.group(2) == "0":
+            continue
+        count, number = match.group(1).strip(), int(match.group(2))
+        if count == "-":
+            continue
+        executable.add(number)
+        if count.rstrip("*").isdigit() and int(count.rstrip("*")) > 0:
+            covered.add(number)
+    return executable, covered
+
+
+def _cpp(problem: Problem, sandbox: Sandbox, limits: SandboxLimits) -> LineCoverage | str:
+    job = command_job("cpp", problem.program(problem.after), problem.tests)
+    argv = [
+        "sh",
+        "-c",
+        "g++ -std=c++17 -O0 --coverage -o main main.cpp -lcrypto && ./main && gcov main.cpp >/dev/null "
+        "&& cat main.cpp.gcov",
+    ]
+    result = sandbox.run_command(
+        argv, job.files, limits=replace(limits, timeout_s=job.timeout_s or limits.timeout_s)
+    )
+    if not result.passed:
+        return f"coverage failed: the reference did not pass under gcov ({result.status})"
+    return _shifted(problem, *parse_gcov(result.stdout), 0)
+
+
+def _js(problem: Problem, sandbox: Sandbox, limits: SandboxLimits) -> LineCoverage | str:
+    """c8 (V8's coverage) reports every line of a block as a statement; its line counts, as reported."""
+    job = command_job("js", problem.program(problem.after), problem.tests)
+    argv = ["sh", "-c", "c8 --reporter=json --report-dir=cov node main.js >&2 && cat cov/coverage-final.json"]
+    result = sandbox.run_command(argv, job.files, limits=limits)
+    if not result.passed:
+        return f"coverage failed: the reference did not pass under c8 ({result.status})"
+    try:
+        report = next(iter(json.loads(result.stdout).values()))
+    except (ValueError, StopIteration):
+        return "coverage failed: c8 wrote no report"
+    executable, covered = set(), set()
+    for key, span in report["statementMap"].items():
+        for line in range(span["start"]["line"], span["end"]["line"] + 1):
+            executable.add(line)
+            if report["s"].get(key):
+                covered.add(line)
+    return _shifted(problem, executable, covered, JS_PRELUDE.count("\n"))
+
+
+def _java(problem: Problem, sandbox: Sandbox, limits: SandboxLimits) -> LineCoverage | str:
+    job = command_job("java", problem.program(problem.after), problem.tests)
+    script = (
+        "mkdir classes tool && javac -J-Xmx256m -d classes Main.java "
+        f"&& jar xf {JAVA_LIB}/org.jacoco.agent.jar jacocoagent.jar "
+        "&& java -Xmx256m -XX:+UseSerialGC -javaagent:jacocoagent.jar=destfile=jacoco.exec -cp classes Main "
+        f"&& javac -J-Xmx256m -cp {JACOCO_CP} -d tool CoverageDump.java "
+        f"&& java -Xmx256m -cp {JACOCO_CP}:tool CoverageDump"
+    )
+    files = {**job.files, "CoverageDump.java": DUMP_SOURCE}
+    result = sandbox.run_command(
+        ["sh", "-c", script], files, limits=replace(limits, memory_mb=job.memory_mb or 8192)
+    )
+    if not result.passed:
+        return f"coverage failed: the reference did not pass under JaCoCo ({result.status})"
+    executable, covered = set(), set()
+    for line in result.stdout.splitlines():
+        number, _, hit = line.partition(" ")
+        if number.isdigit():
+            executable.add(int(number))
+            if hit.strip() == "1":
+                covered.add(int(number))
+    return _shifted(problem, executable, covered, 0)
+
+
+def _shifted(problem: Problem, executable: set[int], covered: set[int], extra: int) -> LineCoverage:
+    """Lines of the file -> lines of `after` (dropping the prelude's and the tests' lines)."""
+    shift, n = _offset(problem) + extra, len(problem.after.splitlines())
+    keep = {line - shift for line in executable if shift < line <= shift + n}
+    return LineCoverage(frozenset(keep), frozenset(keep & {c - shift for c in covered}))
+
+
+def measure(
+    problems: Sequence[Problem], sandbox: Sandbox, limits: SandboxLimits
+) -> dict[str, dict[str, Any]]:
+    """Per problem id: whole-file and diff-region coverage (percent), the region, or why not measured."""
+    found: dict[str, LineCoverage | str] = {}
+    python = [p for p in problems if p.language == "python" and p.after.strip()]
+    found.update({p.id: c for p, c in zip(python, _python(python, sandbox, limits), strict=True)})
+    for problem in problems:
+        if problem.id in found:
+            continue
+        if not problem.after.strip():
+            found[problem.id] = "no reference to measure"
+        elif (why := unavailable(problem.language)) is not None:
+            found[problem.id] = why
+        else:
+            found[problem.id] = {"cpp": _cpp, "js": _js, "java": _java}[problem.language](
+                problem, sandbox, limits
+            )
+    return {p.id: _row(p, found[p.id]) for p in problems}
+
+
+def _row(problem: Problem, measured: LineCoverage | str) -> dict[str, Any]:
+    region = changed_line_numbers(problem.before, problem.after)
+    if isinstance(measured, str):
+        return {
+            "coverage": None,
+            "diff_coverage": None,
+            "coverage_error": measured,
+            "diff_lines": len(region),
+        }
+    return {
+        "coverage": measured.percent(),
+        "diff_coverage": measured.percent(region),
+        "diff_lines": len(region),
+        "executable_lines": len(measured.executable),
+        "executable": sorted(measured.executable),  # for the scope check; audit.json keeps the count
+        "uncovered_lines": sorted(measured.executable - measured.covered),
+        "coverage_error": None,
+    }

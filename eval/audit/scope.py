@@ -1,0 +1,95 @@
+"""Test scope: which tests ever touch the reference's code outside the lines the edit changed.
+
+The published audit labelled scope with an LLM; here each test runs alone under coverage.py in
+the sandbox (a per-test coverage context, measured rather than judged). A *test* is a top-level
+statement of the tests that checks something: an `assert`, a loop or block holding one, or a
+call of a `test*`/`check` function; every other top-level statement (imports, helpers, fixtures,
+`def test_*` bodies) is kept in every run, in order. Python only; at most `MAX_TESTS` tests per
+problem, spread evenly.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from typing import Any
+
+from core.problems import Problem
+from core.sandbox import SandboxLimits
+from eval.excess_code import CoverageError, changed_line_numbers, coverage_reports
+
+MAX_TESTS = 30
+
+
+def _is_test(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Assert):
+        return True
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        func = stmt.value.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        return name.startswith("test") or name == "check"
+    if isinstance(stmt, (ast.For, ast.While, ast.With, ast.If, ast.Try)):
+        return any(isinstance(n, ast.Assert) for n in ast.walk(stmt))
+    return False
+
+
+def split_tests(tests: str) -> list[str]:
+    """One program text per test: the setup statements plus that one test (empty if unparsable)."""
+    try:
+        tree = ast.parse(tests)
+    except SyntaxError:
+        return []
+    lines = tests.splitlines(keepends=True)
+    text = lambda s: "".join(lines[s.lineno - 1 : s.end_lineno])  # noqa: E731
+    chosen = [i for i, s in enumerate(tree.body) if _is_test(s)]
+    if len(chosen) > MAX_TESTS:
+        step = len(chosen) / MAX_TESTS
+        chosen = [chosen[int(k * step)] for k in range(MAX_TESTS)]
+    every = {i for i, s in enumerate(tree.body) if _is_test(s)}
+    return ["".join(text(s) for j, s in enumerate(tree.body) if j == i or j not in every) for i in chosen]
+
+
+def test_scope(
+    problems: Sequence[Problem], sandbox, limits: SandboxLimits, executable: dict[str, set[int]]
+) -> dict:
+    """Per problem id: tests, tests that touch code outside the diff region, and the outside lines
+    any test reaches. `executable` holds each reference's executable lines (from the coverage step)."""
+    jobs, owners = [], []
+    for p in problems:
+        if p.language != "python" or p.id not in executable:
+            continue
+        for unit in split_tests(p.tests):
+            jobs.append((p.program(p.after), unit))
+            owners.append(p)
+    shift = {p.id: (p.prelude.count("\n") + 1 if p.prelude else 0) for p in problems}
+    per: dict[str, dict[str, Any]] = {}
+    for p, report in zip(owners, coverage_reports(sandbox, jobs, limits) if jobs else [], strict=True):
+        region = changed_line_numbers(p.before, p.after)
+        outside = executable[p.id] - region
+        row = per.setdefault(p.id, {"tests": 0, "tests_outside": 0, "measured": 0, "outside_reached": set()})
+        row["tests"] += 1
+        if isinstance(report, CoverageError):
+            continue
+        row["measured"] += 1
+        covered = {line - shift[p.id] for line in report.covered}
+        if covered & outside:
+            row["tests_outside"] += 1
+            row["outside_reached"] |= covered & outside
+    return {
+        pid: {
+            "tests": row["tests"],
+            "tests_measured": row["measured"],
+            "tests_touching_outside": row["tests_outside"],
+            "outside_lines_reached": len(row["outside_reached"]),
+            "outside_lines": len(
+                executable[pid]
+                - changed_line_numbers(_by_id(problems, pid).before, _by_id(problems, pid).after)
+            ),
+            "blind_outside": row["measured"] > 0 and row["tests_outside"] == 0,
+        }
+        for pid, row in per.items()
+    }
+
+
+def _by_id(problems: Sequence[Problem], pid: str) -> Problem:
+    return next(p for p in problems if p.id == pid)
