@@ -1,7 +1,9 @@
 """Test scope: which tests ever touch the reference's code outside the lines the edit changed.
 
 The published audit labelled scope with an LLM; here each test runs alone under coverage.py in
-the sandbox (a per-test coverage context, measured rather than judged). A *test* is a top-level
+the sandbox (a per-test coverage context, measured rather than judged). Lines that run when the
+program is merely loaded (def and class headers, module constants) do not count as touched. A
+suite is `blind_outside` when its tests together reach under half of the code outside the edit. A *test* is a top-level
 statement of the tests that checks something: an `assert`, a loop or block holding one, or a
 call of a `test*`/`check` function; every other top-level statement (imports, helpers, fixtures,
 `def test_*` bodies) is kept in every run, in order. Python only; at most `MAX_TESTS` tests per
@@ -54,42 +56,41 @@ def test_scope(
 ) -> dict:
     """Per problem id: tests, tests that touch code outside the diff region, and the outside lines
     any test reaches. `executable` holds each reference's executable lines (from the coverage step)."""
+    measured = [p for p in problems if p.language == "python" and p.id in executable]
+    shift = {p.id: (p.prelude.count("\n") + 1 if p.prelude else 0) for p in measured}
+    # Lines that run on load alone (def and class headers, constants) say nothing about a test.
+    loading = (
+        coverage_reports(sandbox, [(p.program(p.after), "") for p in measured], limits) if measured else []
+    )
+    outside = {}
+    for p, report in zip(measured, loading, strict=True):
+        on_load = set() if isinstance(report, CoverageError) else {n - shift[p.id] for n in report.covered}
+        outside[p.id] = executable[p.id] - changed_line_numbers(p.before, p.after) - on_load
     jobs, owners = [], []
-    for p in problems:
-        if p.language != "python" or p.id not in executable:
-            continue
+    for p in measured:
         for unit in split_tests(p.tests):
             jobs.append((p.program(p.after), unit))
             owners.append(p)
-    shift = {p.id: (p.prelude.count("\n") + 1 if p.prelude else 0) for p in problems}
     per: dict[str, dict[str, Any]] = {}
     for p, report in zip(owners, coverage_reports(sandbox, jobs, limits) if jobs else [], strict=True):
-        region = changed_line_numbers(p.before, p.after)
-        outside = executable[p.id] - region
         row = per.setdefault(p.id, {"tests": 0, "tests_outside": 0, "measured": 0, "outside_reached": set()})
         row["tests"] += 1
         if isinstance(report, CoverageError):
             continue
         row["measured"] += 1
-        covered = {line - shift[p.id] for line in report.covered}
-        if covered & outside:
+        reached = {n - shift[p.id] for n in report.covered} & outside[p.id]
+        if reached:
             row["tests_outside"] += 1
-            row["outside_reached"] |= covered & outside
+            row["outside_reached"] |= reached
     return {
         pid: {
             "tests": row["tests"],
             "tests_measured": row["measured"],
             "tests_touching_outside": row["tests_outside"],
             "outside_lines_reached": len(row["outside_reached"]),
-            "outside_lines": len(
-                executable[pid]
-                - changed_line_numbers(_by_id(problems, pid).before, _by_id(problems, pid).after)
-            ),
-            "blind_outside": row["measured"] > 0 and row["tests_outside"] == 0,
+            "outside_lines": len(outside[pid]),
+            # the tests reach under half of the code outside the edit: a change there goes unseen
+            "blind_outside": row["measured"] > 0 and len(row["outside_reached"]) < 0.5 * len(outside[pid]),
         }
         for pid, row in per.items()
     }
-
-
-def _by_id(problems: Sequence[Problem], pid: str) -> Problem:
-    return next(p for p in problems if p.id == pid)
