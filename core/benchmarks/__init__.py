@@ -15,6 +15,7 @@ from pathlib import Path
 
 from core.benchmarks.apiupdate import load_apiupdate
 from core.benchmarks.canitedit import load_canitedit
+from core.benchmarks.editbench import load_editbench
 from core.benchmarks.humanevalfix import VARIANTS, load_humanevalfix
 from core.benchmarks.novelapi import RETRIEVALS, load_novelapi
 from core.errors import ConfigError
@@ -22,7 +23,7 @@ from core.hub import check_ref, existing_path, hub_offline, is_hub
 from core.problems import Problem
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures.jsonl"
-NAMES = ("canitedit", "humanevalfix", "fixtures", "apiupdate", "novelapi")
+NAMES = ("canitedit", "humanevalfix", "fixtures", "apiupdate", "novelapi", "editbench")
 BUNDLES = ("full", "stripped")
 BUILT = {"apiupdate": "python -m eval.build_apiupdate", "novelapi": "python -m data_pipeline.novel_api"}
 
@@ -65,7 +66,7 @@ class BenchmarkSource:
         is reachable (so the libraries, imported later, read their cache instead of retrying)."""
         if self.path is not None and not is_hub(self.path):
             existing_path(self.path, f"{key}.path", "leave it null for the default source")
-        elif self.path is not None or self.name == "canitedit":
+        elif self.path is not None or self.name in ("canitedit", "editbench"):
             hub_offline()
 
 
@@ -106,6 +107,8 @@ def load_benchmark(
         return Benchmark(name, load_humanevalfix(path, languages or ["python"], variant))
     if name == "apiupdate":
         return Benchmark(name, load_apiupdate(path))
+    if name == "editbench":
+        return Benchmark(name, load_editbench(path))
     if name == "novelapi":
         src = source or BenchmarkSource(name=name, path=path)
         return Benchmark(

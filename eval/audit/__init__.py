@@ -1,0 +1,1 @@
+"""Audits of code-editing benchmarks: do their tests notice what an edit should preserve?"""
