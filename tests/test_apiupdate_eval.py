@@ -352,3 +352,35 @@ def test_an_s4_result_returned_to_the_tests_is_a_mismatch(sandbox):
     mod = _mod("builtins.abs", "S4")
     (outcome, passed), report = _run(sandbox, "def f(xs):\n    return abs(xs[0])\n", mod, TESTS)
     assert (outcome, passed) == ("return_type_mismatch", False) and report["counts"]["mismatch"] >= 1
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "import sys\nsys.modules['__main__'].exec = lambda *a, **k: None\n",
+        "import sys\nsys.modules['builtins'].exec = lambda *a, **k: None\n",
+        "import sys\nsys.modules['__main__'].compile = lambda *a, **k: compile('pass', 'x', 'exec')\n",
+    ],
+)
+def test_the_tests_cannot_be_skipped(sandbox, attack):
+    code = attack + "def f(xs):\n    return None\n"
+    (outcome, passed), _ = _run(sandbox, code, _mod("builtins.abs", "R1"), TESTS)
+    assert not passed and outcome in ("test_failure", "runtime_exception"), outcome
+
+
+def test_only_calls_while_the_tests_run_are_adoption(sandbox):
+    code = "absolute(0)\n\ndef f(xs):\n    return sum(x if x > 0 else -x for x in xs)\n"
+    (outcome, passed), report = _run(sandbox, code, _mod("builtins.abs", "R1"), TESTS)
+    assert (outcome, passed) == ("workaround", True) and report["counts"]["new"] == 0
+
+
+@pytest.mark.parametrize(
+    ("api", "code"),
+    [
+        ("builtins.abs", "import sys\ndef f(xs):\n    return sum(sys.modules['builtins'].__dict__['ab' + 's'](x) for x in xs)\n"),
+        ("os.getpid", "import posix\ndef f(xs):\n    posix.getpid()\n    return 4\n"),
+    ],
+)
+def test_the_old_api_is_gone_through_sys_modules_and_c_modules_too(sandbox, api, code):
+    (outcome, passed), report = _run(sandbox, code, _mod(api, "R1"), TESTS)
+    assert not passed and outcome != "workaround", (outcome, report)

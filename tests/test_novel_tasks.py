@@ -119,3 +119,22 @@ def test_unusable_bundles_are_counted(sandbox):
     assert tasks == []
     assert manifest["dropped"] == {"no_usable_example": 1, "reference_fails": 3}  # per task (L1-L3)
     assert Counter(d.level for d in drafts(BUNDLE)) == Counter({1: 1, 2: 1, 3: 1})
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        # a call the signature rejects, then a hard-coded answer
+        "import novlib.text\ndef solve(arg0, arg1):\n    try:\n        novlib.text.slugify()\n"
+        "    except TypeError:\n        pass\n    return 'hello+wo'\n",
+        # a call at import time only
+        "import novlib.text\nnovlib.text.slugify('x')\ndef solve(arg0, arg1):\n    return 'hello+wo'\n",
+        # the tests skipped by replacing exec in __main__
+        "import sys, novlib.text\nsys.modules['__main__'].exec = lambda *a, **k: None\ndef solve(arg0, arg1):\n"
+        "    novlib.text.slugify('x')\n    return 1\n",
+    ],
+)
+def test_the_spy_is_not_fooled(sandbox, code):
+    task = build_tasks([BUNDLE], sandbox)[0][1]
+    result, spy = _run(sandbox, code, task)
+    assert not result.passed

@@ -6,9 +6,13 @@ program, followed by one call of `novelapi_main(paths, candidate, tests, token)`
 Before the candidate runs, every public path of the target API (`pkg.mod.func`, its
 re-export `pkg.func`, `pkg.mod.Class.method`, a class's constructor) is replaced by one
 wrapper that records each call's arguments, so `from pkg import func` gets the wrapper too.
-Only calls made directly from the candidate's code count (a library function that calls the
-API internally does not make the candidate's use of it). After the tests, a run that never
-called the API fails: a task passes only if the API really ran. Pass or fail, one line
+Only calls made directly from the candidate's code while the tests run count (a library function
+that calls the API internally does not make the candidate's use of it, nor does a call at import
+time). A call the API's signature rejects is recorded as `rejected`; after the tests, a run
+without a call that was accepted and returned fails: a task passes only if the API really ran. The spy lives in the program's
+process: code that deliberately edits its state through the wrappers' closures can forge a call
+(as a raw memory primitive can forge anything in-process, docs/sandbox.md); the tests' own
+verdict stays the sandbox's. Pass or fail, one line
 `@@spy <token> <json>` goes to fd 1 with the calls (argument reprs) and the exception that
 ended the run.
 """
@@ -47,7 +51,7 @@ def _owner(path):
     raise ImportError(f"cannot import any module of {path}")
 
 
-def install(paths, calls):
+def install(paths, calls, state):
     """Wrap every path's object (once per object); returns the number of paths wrapped."""
     wrappers = {}
     wrapped = 0
@@ -59,39 +63,57 @@ def install(paths, calls):
             continue
         key = id(raw)
         if key not in wrappers:
-            wrappers[key] = _wrap(raw, calls, drop_first=inspect.isclass(owner))
+            wrappers[key] = _wrap(raw, calls, state, drop_first=inspect.isclass(owner))
         if wrappers[key] is not None:
             setattr(owner, name, wrappers[key])
             wrapped += 1
     return wrapped
 
 
-def _wrap(raw, calls, drop_first):
+def _wrap(raw, calls, state, drop_first):
     if isinstance(raw, (staticmethod, classmethod)):
-        inner = _wrap(raw.__func__, calls, drop_first=isinstance(raw, classmethod))
+        inner = _wrap(raw.__func__, calls, state, drop_first=isinstance(raw, classmethod))
         return type(raw)(inner)
     if inspect.isclass(raw):  # the constructor: record __init__'s arguments, keep the class itself
         init = raw.__init__
-        raw.__init__ = _recorder(init, calls, drop_first=True)
+        raw.__init__ = _recorder(init, calls, state, drop_first=True)
         return None
     if not callable(raw):
         return None
-    return _recorder(raw, calls, drop_first)
+    return _recorder(raw, calls, state, drop_first)
 
 
-def _recorder(function, calls, drop_first):
+def _recorder(function, calls, state, drop_first):
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        signature = None
+
     def spy(*args, **kwargs):
         caller = sys._getframe(1).f_code.co_filename
-        if caller == "<candidate>" and len(calls) < MAX_CALLS:
-            shown = args[1:] if drop_first else args
-            calls.append(
-                {"args": [_short(a) for a in shown], "kwargs": {k: _short(v) for k, v in kwargs.items()}}
-            )
-        return function(*args, **kwargs)
+        if caller != "<candidate>" or not state["testing"] or len(calls) >= MAX_CALLS:
+            return function(*args, **kwargs)
+        shown = args[1:] if drop_first else args
+        record = {"args": [_short(a) for a in shown], "kwargs": {k: _short(v) for k, v in kwargs.items()}}
+        calls.append(record)
+        try:
+            if signature is not None:
+                signature.bind(*args, **kwargs)
+        except TypeError:
+            record["rejected"] = True  # the API was chosen but called wrongly: it never ran
+            return function(*args, **kwargs)
+        try:
+            result = function(*args, **kwargs)
+        except BaseException:
+            record["raised"] = True
+            raise
+        state["returned"] += 1
+        return result
 
-    for attr in ("__name__", "__qualname__", "__doc__", "__module__", "__wrapped__"):
+    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
         with contextlib.suppress(AttributeError, TypeError):
-            setattr(spy, attr, getattr(function, attr) if attr != "__wrapped__" else function)
+            setattr(spy, attr, getattr(function, attr))
+    spy.__wrapped__ = function
     return spy
 
 
@@ -103,21 +125,32 @@ def _failure(exc, phase):
     return {"type": type(exc).__name__, "message": str(exc)[:300], "phase": phase, "where": where}
 
 
-def novelapi_main(paths, candidate, tests, token):
-    """Run `candidate` then `tests` in one namespace with the spy installed; report the calls."""
+def novelapi_main(paths, candidate, tests, token, _exec=exec, _compile=compile, _dumps=json.dumps):
+    """Run `candidate` then `tests` in one namespace with the spy installed; report the calls.
+
+    Only calls made while the tests run count (a call at import time proves nothing about the
+    code under test), only calls the API's signature accepts, and the run passes only if one of
+    them returned. Everything used after the candidate ran is bound at definition time, so a
+    candidate that replaces `exec` or `compile` cannot skip the tests.
+    """
     calls = []
-    report = {"calls": calls, "wrapped": install(paths, calls), "error": None}
+    state = {
+        "testing": False,
+        "returned": 0,
+    }  # calls count once the tests run; a pass needs one that returned
+    report = {"calls": calls, "wrapped": install(paths, calls, state), "error": None}
     namespace = {"__name__": "__main__"}
     phase = "candidate"
     try:
-        exec(compile(candidate, "<candidate>", "exec", dont_inherit=True), namespace)
+        _exec(_compile(candidate, "<candidate>", "exec", dont_inherit=True), namespace)
         phase = "tests"
-        exec(compile(tests, "<tests>", "exec", dont_inherit=True), namespace)
+        state["testing"] = True
+        _exec(_compile(tests, "<tests>", "exec", dont_inherit=True), namespace)
         phase = "spy"
-        if not calls:
+        if not state["returned"]:
             raise AssertionError("the target API was never called")
     except BaseException as exc:
         report["error"] = _failure(exc, phase)
         raise
     finally:
-        _write(1, f"\n@@spy {token} {json.dumps(report)}\n".encode("utf-8", "replace"))
+        _write(1, f"\n@@spy {token} {_dumps(report)}\n".encode("utf-8", "replace"))

@@ -111,6 +111,7 @@ class Environment:
     def __init__(self, spec):
         self.spec = spec
         self.counts = {"new": 0, "old": 0, "bad": 0, "mismatch": 0}
+        self.testing = False  # set once the tests start: only their calls of the new API count
         self.kind = spec["type"]
         self.module_name, self.name = spec["module"], spec["name"]
         self.new_name = spec.get("new_name") or self.name
@@ -125,7 +126,9 @@ class Environment:
         self.proxies = {}  # id(real module) -> proxy
         self.reals = {}  # id(proxy) -> real module
         self._build_proxies(real_module)
+        self._proxy_aliases()
         self.builtins = self._builtins_copy()
+        self._overlay_sys()
 
     # ------------------------------------------------------------------ the modified callable
     def modified(self):
@@ -147,16 +150,16 @@ class Environment:
                 if _fits(old, args) and not _fits(new, args):
                     env.counts["old"] += 1
                 else:
-                    env.counts["new"] += 1
+                    env.counts["new"] += env.testing
                 return env.original(*_swapped(list(args), spec["swap"]), **kwargs)
-            env.counts["new"] += 1
+            env.counts["new"] += env.testing
             if kind == "S1":
                 if kwargs.pop(spec["param"], False) and any(a is None for a in args):
                     raise TypeError(f"{env.display}(): {spec['param']}=True and an argument is None")
             elif kind == "S2":
                 errors = kwargs.pop(spec["param"])
                 if errors not in ERRORS_VALUES:
-                    env.counts["new"] -= 1
+                    env.counts["new"] -= env.testing
                     env.counts["bad"] += 1
                     raise ValueError(f"{env.display}(): {spec['param']} must be one of {ERRORS_VALUES}")
                 if errors == "return_none":
@@ -211,7 +214,7 @@ class Environment:
         env = self
 
         def api(*args, **kwargs):
-            env.counts["new"] += 1
+            env.counts["new"] += env.testing
             return original(*args, **kwargs)
 
         api.__name__ = api.__qualname__ = self.name
@@ -252,6 +255,36 @@ class Environment:
             self.proxies[id(real)] = proxy
             self.reals[id(proxy)] = real
             child = proxy
+
+    def _proxy_aliases(self):
+        """Other loaded modules holding the same object under the same name (`posix.getpid` for
+        `os.getpid`) get a proxy with the modification too, so the old API is not one import away."""
+        for module in list(sys.modules.values()):
+            if not isinstance(module, types.ModuleType) or module is builtins or id(module) in self.proxies:
+                continue
+            if vars(module).get(self.name) is not self.original:
+                continue
+            proxy = types.ModuleType(module.__name__, getattr(module, "__doc__", None))
+            proxy.__dict__.update(vars(module))
+            gone = set()
+            self._install(proxy.__dict__, gone)
+            if gone:
+                proxy.__dict__["__getattr__"] = self._missing_attribute(module, gone)
+            self.proxies[id(module)] = proxy
+            self.reals[id(proxy)] = module
+
+    def _overlay_sys(self):
+        """The candidate's `sys` is a copy whose `modules` hands out the proxies (a snapshot)."""
+        proxy = self.proxies.get(id(sys))
+        if proxy is None:
+            proxy = types.ModuleType("sys", sys.__doc__)
+            proxy.__dict__.update(vars(sys))
+            self.proxies[id(sys)] = proxy
+            self.reals[id(proxy)] = sys
+        proxy.__dict__["modules"] = {
+            name: self._proxy_of(module) if isinstance(module, types.ModuleType) else module
+            for name, module in list(sys.modules.items())
+        }
 
     def _missing_attribute(self, real, gone):
         env, fallback = self, vars(real).get("__getattr__")
@@ -346,24 +379,31 @@ def _failure(exc, phase):
     }
 
 
-def apiupdate_main(spec, candidate, tests, token):
-    """Run `candidate` in the modified environment, then `tests` with the real builtins."""
+def apiupdate_main(
+    spec, candidate, tests, token, _exec=exec, _compile=compile, _builtins=builtins, _dumps=json.dumps
+):
+    """Run `candidate` in the modified environment, then `tests` with the real builtins.
+
+    Everything used after the candidate has run is bound here, at definition time (the default
+    arguments), so a candidate that replaces `exec` or `compile` in `__main__` or in the real
+    builtins cannot skip the tests.
+    """
     env = Environment(spec)
     namespace = {"__builtins__": env.builtins, "__name__": "__main__"}
     report = {"counts": env.counts, "error": None}
     phase = "candidate"
     try:
-        exec(compile(candidate, "<candidate>", "exec", dont_inherit=True), namespace)
+        _exec(_compile(candidate, "<candidate>", "exec", dont_inherit=True), namespace)
         phase = "tests"
-        test_namespace = {"__builtins__": builtins, "__name__": "__main__"}
+        env.testing = True  # new-API calls count from here: a call at import time is no adoption
+        test_namespace = {"__builtins__": _builtins, "__name__": "__main__"}
         # the tests see the candidate's names, but modules as they really are
         test_namespace.update(
             {k: env.exported(env.reals.get(id(v), v)) for k, v in namespace.items() if not k.startswith("__")}
         )
-        exec(compile(tests, "<tests>", "exec", dont_inherit=True), test_namespace)
+        _exec(_compile(tests, "<tests>", "exec", dont_inherit=True), test_namespace)
     except BaseException as exc:
         report["error"] = _failure(exc, phase)
         raise
     finally:
-        line = f"\n@@apiupdate {token} {json.dumps(report)}\n"
-        _write(1, line.encode("utf-8", "replace"))
+        _write(1, f"\n@@apiupdate {token} {_dumps(report)}\n".encode("utf-8", "replace"))

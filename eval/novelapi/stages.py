@@ -115,10 +115,11 @@ def _bound(call: dict, signature: inspect.Signature | None) -> dict[str, str] | 
 
 
 def param_correct(calls: Sequence[dict], references: Sequence[dict], signature_text: str | None) -> bool:
-    """Whether some recorded call passes the same arguments as some reference call."""
+    """Whether some recorded call the API accepted passes the same arguments as some reference call."""
     signature = parse_signature(signature_text)
     wanted = [b for b in (_bound(r, signature) for r in references) if b is not None]
-    return any((b := _bound(c, signature)) is not None and b in wanted for c in calls)
+    accepted = [c for c in calls if not c.get("rejected")]
+    return any((b := _bound(c, signature)) is not None and b in wanted for c in accepted)
 
 
 def score_novelapi(
