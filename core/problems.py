@@ -130,3 +130,15 @@ def check_unique(problems: list[Problem], source: str) -> list[Problem]:
     if not problems:
         raise BenchmarkError(f"{source}: no problems")
     return problems
+
+
+def read_records(path: Path, required: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """The objects of a jsonl file, each holding `required` keys; a broken line or a missing key is
+    a BenchmarkError naming the file, the line and the key (one line for the user, never a traceback)."""
+    rows = []
+    for where, record in read_jsonl(path):
+        missing = [k for k in required if k not in record]
+        if missing:
+            raise BenchmarkError(f"{where}: lacks {missing}")
+        rows.append(record)
+    return rows

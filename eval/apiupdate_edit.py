@@ -162,6 +162,19 @@ def run(cfg: EditRunConfig, resolved: dict[str, Any]) -> None:
             options,
             out,
             cfg.sandbox.limits,
+            identity={
+                "benchmark": cfg.benchmark.path,
+                "model": [cfg.model.path, cfg.model.prompt_format, cfg.model.dtype],
+                "editor": [cfg.editor.target, dict(cfg.editor.options)],
+                "study": [cfg.regime, cfg.every, cfg.seed, cfg.per_model_filter, cfg.max_apis],
+                "sampling": [
+                    cfg.gen.temperature,
+                    cfg.gen.top_p,
+                    cfg.gen.max_new_tokens,
+                    cfg.gen.seed,
+                    cfg.gen.n,
+                ],
+            },
         )
         try:
             result = study.run()

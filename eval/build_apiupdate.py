@@ -65,6 +65,10 @@ class BuildAPIUpdateConfig:
         unknown = sorted(set(self.types) - set(TYPES))
         if unknown or not self.types:
             raise ConfigError(f"types={self.types}: choose a non-empty subset of {list(TYPES)}")
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError(
+                f"limit={self.limit}: give a positive number of source problems, or null for all"
+            )
         if self.min_problems < 2:
             raise ConfigError("min_problems must be >= 2 (one reliability and one generalization problem)")
         for name in ("reliability", "generalization", "specificity"):

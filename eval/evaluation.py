@@ -29,7 +29,7 @@ from eval.generate import build_requests, generate_samples
 from eval.generation import SamplingConfig, make_generator
 from eval.languages import check_languages
 from eval.report import render_report
-from eval.samples import SampleStore
+from eval.samples import SampleStore, check_identity
 from eval.scoring import measure_coverage, score
 
 log = logging.getLogger("eval.run")
@@ -77,6 +77,16 @@ def _generator_options(cfg: EvalConfig) -> dict[str, Any]:
     }
 
 
+def _identity(cfg: EvalConfig) -> dict[str, Any]:
+    """What decides which samples exist: the benchmark, the model and how it is sampled (not n)."""
+    b, m, g = cfg.benchmark, cfg.model, cfg.gen
+    return {
+        "benchmark": [b.name, b.path, list(b.languages), b.variant, b.cells, b.retrieval, b.bundle],
+        "model": [m.kind, m.path, m.name, m.prompt_format],
+        "sampling": [g.temperature, g.top_p, g.max_new_tokens, g.seed],
+    }
+
+
 class EvalRun:
     def __init__(self, cfg: EvalConfig, resolved: dict[str, Any]):
         cfg.validate()
@@ -89,6 +99,7 @@ class EvalRun:
         self.problems = {p.id: p for p in problems}
         self.splits = list(bench.splits) if bench.splits else self.benchmark.splits
         self.fmt = resolve_format(cfg)
+        check_identity(self.out, _identity(cfg))
         self.store = SampleStore(self.out / "samples.jsonl")
         (self.out / "config.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
 

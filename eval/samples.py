@@ -53,3 +53,28 @@ class SampleStore:
 
     def close(self) -> None:
         self._fh.close()
+
+
+IDENTITY_FILE = "samples.identity.json"
+
+
+def check_identity(folder: Path, identity: dict[str, Any]) -> None:
+    """Refuse to add to samples made under another configuration (another model, editor, sampling).
+
+    The first run writes `identity`; a later run into the same folder must match it, else a
+    UserError names the keys that differ (resuming, topping up n, or re-scoring are unaffected).
+    """
+    from core.errors import UserError
+
+    path = folder / IDENTITY_FILE
+    folder.mkdir(parents=True, exist_ok=True)
+    if path.is_file():
+        stored = json.loads(path.read_text())
+        differ = sorted(k for k in set(stored) | set(identity) if stored.get(k) != identity.get(k))
+        if differ:
+            raise UserError(
+                f"{folder} holds samples made with other settings ({', '.join(differ)} differ); "
+                "use another out= or delete that folder"
+            )
+        return
+    path.write_text(json.dumps(identity, indent=2, sort_keys=True) + "\n")

@@ -150,3 +150,11 @@ def test_config_errors_are_one_line(bench, tmp_path):
 
     with pytest.raises(ConfigError, match="nowhere"):
         load_editor(cfg.editor.target, None, None, {})
+
+
+def test_another_editor_into_the_same_out_is_refused(bench, tiny_model, tmp_path):
+    from core.errors import UserError
+
+    _study(bench, tiny_model, tmp_path / "same", "editor=prompt", "regime=single")
+    with pytest.raises(UserError, match="editor"):
+        _study(bench, tiny_model, tmp_path / "same", "editor=ft-l", "regime=single", "editor.options.layer=1")

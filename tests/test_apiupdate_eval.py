@@ -384,3 +384,23 @@ def test_only_calls_while_the_tests_run_are_adoption(sandbox):
 def test_the_old_api_is_gone_through_sys_modules_and_c_modules_too(sandbox, api, code):
     (outcome, passed), report = _run(sandbox, code, _mod(api, "R1"), TESTS)
     assert not passed and outcome != "workaround", (outcome, report)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda r: r["modification"].pop("signature"), "lacks"),
+        (lambda r: r["modification"].update(signature="(x"), "parameter list"),
+        (lambda r: r["modification"].update(type="R9"), "R9"),
+        (lambda r: r.update(n_params="two"), "n_params"),
+    ],
+)
+def test_a_malformed_benchmark_row_is_one_clear_error(built, tmp_path, change, message):
+    from core.benchmarks.apiupdate import load_apiupdate
+    from core.problems import BenchmarkError
+
+    rows = _rows(built)
+    change(rows[0])
+    (tmp_path / "problems.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(BenchmarkError, match=message):
+        load_apiupdate(str(tmp_path))

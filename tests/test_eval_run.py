@@ -290,3 +290,11 @@ def test_metrics_go_to_wandb_when_asked(tmp_path):
             break
         time.sleep(0.1)
     assert b"descriptive/pass@1" in records.read_bytes()
+
+
+def test_another_model_into_the_same_out_is_refused(tmp_path):
+    from core.errors import UserError
+
+    run_eval(["benchmark=fixtures", "model=reference", "gen.n=1", "score.ks=[1]", f"out={tmp_path}"])
+    with pytest.raises(UserError, match="model"):
+        run_eval(["benchmark=fixtures", "model=identity", "gen.n=1", "score.ks=[1]", f"out={tmp_path}"])

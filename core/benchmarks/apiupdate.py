@@ -10,6 +10,7 @@ sandbox needs (`modification`, `entry_point`, `n_params`) and the row's `api`, `
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +31,41 @@ FIELDS = (
 SPLITS = ("reliability", "generalization", "specificity", "nonworkaround")
 
 
+MODIFICATION_FIELDS = ("api", "type", "module", "name", "new_name", "signature", "old_signature")
+TYPES = ("R1", "S1", "S2", "S3", "S4", "none")
+
+
+def _check_modification(mod: Any, where: str) -> None:
+    """The modification the enforcing runtime installs: every field it reads, well-formed."""
+    if not isinstance(mod, dict):
+        raise BenchmarkError(f"{where}: field 'modification' must be an object")
+    missing = [k for k in MODIFICATION_FIELDS if not isinstance(mod.get(k), str)]
+    if missing:
+        raise BenchmarkError(f"{where}: modification lacks {missing} (strings)")
+    if mod["type"] not in TYPES:
+        raise BenchmarkError(f"{where}: modification type {mod['type']!r} is not one of {TYPES}")
+    if mod["type"] in ("S1", "S2") and not isinstance(mod.get("param"), str):
+        raise BenchmarkError(f"{where}: a {mod['type']} modification needs its added 'param'")
+    if mod["type"] == "S3" and not (isinstance(mod.get("swap"), list) and isinstance(mod.get("roles"), list)):
+        raise BenchmarkError(f"{where}: an S3 modification needs 'swap' and 'roles' lists")
+    for key in ("signature", "old_signature"):
+        try:
+            ast.parse(f"def _api{mod[key]}:\n    pass\n")
+        except SyntaxError:
+            raise BenchmarkError(
+                f"{where}: modification {key} {mod[key]!r} is not a parameter list"
+            ) from None
+
+
 def problem_from_row(row: dict[str, Any], where: str) -> Problem:
     for key in FIELDS:
         if key not in row:
             raise BenchmarkError(f"{where}: row {row.get('id', '?')!r} lacks field {key!r}")
     if row["split"] not in SPLITS:
         raise BenchmarkError(f"{where}: split {row['split']!r} is not one of {SPLITS}")
-    if not isinstance(row["modification"], dict):
-        raise BenchmarkError(f"{where}: field 'modification' must be an object")
+    _check_modification(row["modification"], where)
+    if row.get("n_params") is not None and not isinstance(row["n_params"], int):
+        raise BenchmarkError(f"{where}: field 'n_params' must be an integer or null")
     return Problem(
         id=str(row["id"]),
         name=f"{row['task_id']} {row['api']}/{row['type']}",

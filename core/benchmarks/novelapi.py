@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from core.knowledge import CELL_PRESETS, render_knowledge
-from core.problems import BenchmarkError, Problem, check_unique, read_jsonl
+from core.problems import BenchmarkError, Problem, check_unique, read_records
 from core.sandbox.reports import last_report
 
 SPY_SOURCE = (Path(__file__).resolve().parent / "novelapi_spy.py").read_text()
@@ -58,8 +58,8 @@ def load_novelapi(
             "benchmark=novelapi needs benchmark.path=<folder written by python -m data_pipeline.novel_api>"
         )
     folder = Path(path)
-    tasks = [r for _, r in read_jsonl(folder / "tasks.jsonl") if r.get("split", "test") == "test"]
-    bundles = {r["qualname"]: r for _, r in read_jsonl(folder / "bundles.jsonl")}
+    tasks = [r for r in read_records(folder / "tasks.jsonl", TASK_FIELDS) if r.get("split", "test") == "test"]
+    bundles = {r["qualname"]: r for r in read_records(folder / "bundles.jsonl", ("qualname",))}
     discovery = (
         json.loads((folder / "discovery.json").read_text()) if (folder / "discovery.json").is_file() else {}
     )
@@ -72,11 +72,10 @@ def load_novelapi(
     if libraries:
         tasks = [t for t in tasks if t["library"] in libraries]
     retrieved = _retrieve(tasks, bundles, retrieval, retriever_model)
+    default_python = (discovery.get("python") or {}).get("new")
     problems = []
-    for where, task in enumerate(tasks):
-        missing = [k for k in TASK_FIELDS if k not in task]
-        if missing:
-            raise BenchmarkError(f"{folder}/tasks.jsonl row {where + 1}: lacks {missing}")
+    for task in tasks:
+        python = _interpreter(task.get("python"), default_python, folder)
         bundle = bundles.get(retrieved[task["id"]])
         problems.append(
             Problem(
@@ -98,12 +97,30 @@ def load_novelapi(
                     "signature": task.get("signature"),
                     "reference_calls": task.get("reference_calls", []),
                     "level": task.get("level"),
-                    "python": task.get("python") or (discovery.get("python") or {}).get("new"),
+                    "python": python,
                     "retrieved": retrieved[task["id"]],
                 },
             )
         )
     return check_unique(problems, str(folder))
+
+
+def _interpreter(task_python: str | None, default: str | None, folder: Path) -> str | None:
+    """The library version's interpreter; a moved folder finds its own `envs/` again."""
+    for candidate in (task_python, default):
+        if candidate and Path(candidate).exists():
+            return candidate
+    for candidate in (task_python, default):
+        if candidate and "envs" in Path(candidate).parts:
+            relocated = folder / Path(*Path(candidate).parts[Path(candidate).parts.index("envs") :])
+            if relocated.exists():
+                return str(relocated)
+    if task_python or default:
+        raise BenchmarkError(
+            f"{folder}: the library's interpreter {task_python or default} is missing; rebuild the "
+            "environments with python -m data_pipeline.novel_api discover ... out=" + str(folder)
+        )
+    return None
 
 
 def _retrieve(

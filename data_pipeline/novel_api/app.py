@@ -13,6 +13,7 @@ from core.config import CONFIG_DIR, register_schema
 from core.entry import App
 from core.errors import ConfigError, UserError
 from core.hub import existing_path
+from core.problems import read_records
 
 STAGES = ("discover", "bundles", "tasks", "validate", "corpus", "all")
 TASK_PROMPT = CONFIG_DIR / "novel_api" / "task_prompt.yaml"
@@ -164,10 +165,17 @@ def _bundles(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
     return manifest
 
 
+REQUIRED = {
+    "bundles.jsonl": ("qualname", "library", "module", "E"),
+    "tasks.jsonl": ("id", "qualname", "library", "description", "context", "reference", "tests", "paths"),
+}
+
+
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """A stage's input: every line an object with the keys the next stages read (else one line)."""
     if not path.is_file():
         raise UserError(f"{path} does not exist; run the stage that writes it first")
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return read_records(path, REQUIRED.get(path.name, ()))
 
 
 def _sandbox(cfg: NovelAPIConfig, out: Path):

@@ -37,6 +37,7 @@ import docstring_parser
 
 from core.errors import UserError
 from core.knowledge import CELL_PRESETS, render_knowledge
+from core.problems import read_records
 from data_pipeline.novel_api.docsnippets import (
     FAILED,
     OK,
@@ -64,6 +65,17 @@ _EXAMPLES_HEADER = re.compile(r"^\s*(examples?|for example|usage|example usage)\
 
 
 # ------------------------------------------------------------------------------------------ S
+API_FIELDS = (
+    "qualname",
+    "module",
+    "kept",
+    "signature",
+    "doc",
+    "source_file",
+    "lineno",
+)  # what a bundle reads
+
+
 def split_top_level(text: str, separator: str = ",") -> list[str]:
     """`text` split at `separator` outside brackets, quotes and `<...>` reprs."""
     parts, depth, quote, start, i = [], 0, "", 0, 0
@@ -298,11 +310,6 @@ class _Draft:
     units: list[int]  # indices into the run's units: the doctest first (if any), then the snippets
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with path.open() as handle:
-        return [json.loads(line) for line in handle if line.strip()]
-
-
 def _write_atomic(path: Path, text: str) -> None:
     partial = path.with_name(path.name + ".partial")
     partial.write_text(text)
@@ -322,7 +329,7 @@ def build_bundles(
     python = (discovery.get("python") or {}).get("new")
     if not python or not Path(python).exists():
         raise UserError(f"{out}/discovery.json names no usable python.new ({python!r}); rerun discovery")
-    rows = [row for row in _read_jsonl(out / "apis.jsonl") if row.get("kept")]
+    rows = [row for row in read_records(out / "apis.jsonl", API_FIELDS) if row.get("kept")]
     dropped: Counter[str] = Counter({reason: 0 for reason in DROP_REASONS})
     drafts, units = _drafts(rows, dropped)
     outcomes = run_examples(python, units, timeout_s, progress)

@@ -33,6 +33,7 @@ from data_pipeline.novel_api.envs import (
     LibraryEnv,
     create_env,
     error_line,
+    older,
     resolve_version,
     same_version,
     wheel_version,
@@ -67,6 +68,11 @@ def discover(
     versions = {"old": pick_version(library, old, old_wheel), "new": pick_version(library, new, new_wheel)}
     if same_version(versions["old"], versions["new"]):
         raise UserError(f"{library}: old and new are both version {versions['old']}; nothing to compare")
+    if not older(versions["old"], versions["new"]):
+        raise UserError(
+            f"{library}: old={versions['old']} is not older than new={versions['new']}; swap them "
+            "(an API the new version removed would be read as added)"
+        )
     wheels = {"old": old_wheel, "new": new_wheel}
     envs = both(lambda r: create_env(out / "envs", library, versions[r], wheels[r], timeout))
     manifest: dict = {

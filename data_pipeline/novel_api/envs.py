@@ -51,6 +51,14 @@ def wheel_version(wheel: Path) -> str | None:
     return parts[1] if wheel.name.endswith(".whl") and len(parts) in (5, 6) else None
 
 
+def older(a: str, b: str) -> bool:
+    """Whether version `a` comes before `b` (unparsable versions are taken as ordered)."""
+    try:
+        return Version(a) < Version(b)
+    except InvalidVersion:
+        return True
+
+
 def same_version(a: str, b: str) -> bool:
     try:
         return Version(a) == Version(b)

@@ -126,7 +126,8 @@ def render_study_report(results: list[dict[str, Any]], k: int) -> str:
     lines += _table(header, rows)
     lines += [
         "",
-        "pre: the unedited model in the updated environment. C = Compiles, P = Pass, A = Adoption, "
+        "pre: the unedited model in the unmodified environment (after per-model filtering). C = Compiles, "
+        "P = Pass, A = Adoption, "
         "W = Workaround; %.",
         "",
         f"## Shapley attribution of ΔPass@{k}",

@@ -108,11 +108,16 @@ def humaneval(path: str | None) -> Loaded:
 
 def humaneval_schema(path: Path, source: str) -> Loaded:
     keys = ("task_id", "prompt", "canonical_solution", "test", "entry_point")
+    seen: set[str] = set()
     for row in _read_jsonl(path):
         row_id = str(row.get("task_id", row.get("__bad__", "?")))
         if "__bad__" in row or not all(isinstance(row.get(k), str) for k in keys):
             yield row_id, "malformed_row"
             continue
+        if row_id in seen:
+            yield row_id, "duplicate_task_id"
+            continue
+        seen.add(row_id)
         meta = {k: row[k] for k in ("api", "role") if k in row}
         yield SourceProblem(
             task_id=row["task_id"],
@@ -223,6 +228,13 @@ def apps(rows: Iterator[dict[str, Any]]) -> Loaded:
             yield row_id, "not_function_style"
             continue
         inputs, outputs = io.get("inputs") or [], io.get("outputs") or []
+        if (
+            not isinstance(inputs, list)
+            or not isinstance(outputs, list)
+            or not all(isinstance(i, list) for i in inputs)
+        ):
+            yield row_id, "malformed_row"
+            continue
         if not inputs or len(inputs) != len(outputs):
             yield row_id, "no_tests"
             continue

@@ -37,7 +37,7 @@ from eval.apiupdate.enforce import EnforcedJob, calls_api, run_enforced
 from eval.apiupdate.metrics import score_outcomes, shapley_rows
 from eval.generate import build_requests
 from eval.generation.base import Generator, SamplingConfig
-from eval.samples import SampleStore
+from eval.samples import SampleStore, check_identity
 
 log = logging.getLogger(__name__)
 REGIMES = ("single", "successive")
@@ -67,10 +67,12 @@ class EditStudy:
         options: StudyOptions,
         out: Path,
         limits: SandboxLimits | None = None,
+        identity: dict[str, Any] | None = None,
     ):
         self.editor, self.make_generator, self.fmt = editor, make_generator, fmt
         self.sandbox, self.sampling, self.options, self.limits = sandbox, sampling, options, limits
         self.rows = {p.id: p for p in problems}
+        check_identity(out, identity or {})
         self.store = SampleStore(out / "samples.jsonl")
         self.by_mod: dict[str, dict[str, list[Problem]]] = defaultdict(lambda: defaultdict(list))
         for p in problems:

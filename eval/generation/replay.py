@@ -32,7 +32,11 @@ def read_script(path: Path) -> dict[tuple[str, str | None], list[str]]:
             row = json.loads(line)
         except json.JSONDecodeError as err:
             raise UserError(f"{path}:{line_no}: not JSON ({err.msg})") from err
-        texts = row.get("completions", [row["completion"]] if "completion" in row else None)
+        texts = (
+            row.get("completions", [row["completion"]] if "completion" in row else None)
+            if isinstance(row, dict)
+            else None
+        )
         if not isinstance(row, dict) or "problem" not in row or not isinstance(texts, list):
             raise UserError(f"{path}:{line_no}: expected {{'problem': ID, 'completions': [...]}}")
         if not all(isinstance(t, str) for t in texts):
