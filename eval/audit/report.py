@@ -130,44 +130,44 @@ def _desiderata(audit: dict[str, Any]) -> list[str]:
     ]
 
 
-def plot(audit: dict[str, Any], out: Path) -> list[str]:
-    """Coverage histograms and per-problem mutation kill rates; returns the files written."""
+def _histogram(path: Path, series: dict[str, list[float]], xlabel: str, mark: float | None = None) -> str:
+    """A histogram of percentages (0-100), one series per label; returns the file written."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.hist(list(series.values()), bins=10, range=(0, 100), label=list(series))
+    if mark is not None:
+        ax.axvline(mark, color="grey", linestyle="--")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("problems")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return str(path)
+
+
+def plot(audit: dict[str, Any], out: Path) -> list[str]:
+    """Coverage histograms and per-problem mutation kill rates; returns the files written."""
     rows = audit["problems"]
     written = []
     whole = [r["coverage"] for r in rows if r.get("coverage") is not None]
     diff = [r["diff_coverage"] for r in rows if r.get("diff_coverage") is not None]
     if whole:
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        ax.hist([whole, diff], bins=10, range=(0, 100), label=["whole file", "diff region"])
-        ax.axvline(75, color="grey", linestyle="--")
-        ax.set_xlabel("statement coverage of the reference (%)")
-        ax.set_ylabel("problems")
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(out / "coverage.png", dpi=120)
-        plt.close(fig)
-        written.append(str(out / "coverage.png"))
-    rates = [
-        (r["mutation"]["outside"].get("kill_rate"), r["mutation"]["inside"].get("kill_rate"))
-        for r in rows
-        if "mutation" in r and "outside" in r["mutation"]
-    ]
-    if rates:
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        ax.hist(
-            [[o * 100 for o, _ in rates if o is not None], [i * 100 for _, i in rates if i is not None]],
-            bins=10, range=(0, 100), label=["outside the diff", "inside the diff"],
-        )  # fmt: skip
-        ax.set_xlabel("mutants killed by the tests (%)")
-        ax.set_ylabel("problems")
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(out / "mutation.png", dpi=120)
-        plt.close(fig)
-        written.append(str(out / "mutation.png"))
+        series = {"whole file": whole, "diff region": diff}
+        written.append(
+            _histogram(out / "coverage.png", series, "statement coverage of the reference (%)", 75)
+        )
+    mutated = [r["mutation"] for r in rows if "mutation" in r and "outside" in r["mutation"]]
+    if mutated:
+        series = {
+            f"{region} the diff": [
+                100 * m[region]["kill_rate"] for m in mutated if m[region]["kill_rate"] is not None
+            ]
+            for region in ("outside", "inside")
+        }
+        written.append(_histogram(out / "mutation.png", series, "mutants killed by the tests (%)"))
     return written
