@@ -136,3 +136,14 @@ def test_cli_takes_a_file_and_writes_the_audit(tmp_path):
         and missing.stderr.strip().startswith("error:")
         and "samples.jsonl" in missing.stderr
     )
+
+
+def test_editbench_problems_are_reported_not_run(tmp_path):
+    fixture = REPO / "tests" / "fixtures" / "editbench_sample.jsonl"
+    done = _cli(["benchmark=editbench", f"benchmark.path={fixture}", f"out={tmp_path}", "repeats=1"], REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
+    audit = json.loads((tmp_path / "audit.json").read_text())
+    assert audit["totals"]["not_runnable"] == audit["totals"]["problems"] == 5
+    assert all(r["pass_after"] is None and r["not_runnable"] for r in audit["problems"])
+    assert audit["totals"]["assertions_median"] is not None and audit["distributions"]["problems"] == 5
+    assert "not run here: 5" in (tmp_path / "report.md").read_text()

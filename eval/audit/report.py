@@ -67,6 +67,13 @@ def render(audit: dict[str, Any], plots: list[str]) -> str:
         f"- the reference passes: {t['pass_after']} / {n}; the code before the edit fails: {t['fail_before']} / {n} "
         f"({t['before_timeouts']} of them by timeout); flaky: {t['flaky']}.",
         f"- problems with a single test: {t['single_test']}.",
+        *(
+            [
+                f"- not run here: {t['not_runnable']} (they need what this machine lacks; reasons per problem in audit.json)."
+            ]
+            if t.get("not_runnable")
+            else []
+        ),
         "",
         "## Preservation (mutation testing)",
         "",
