@@ -42,6 +42,11 @@ class AuditConfig:
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
     def validate(self) -> None:
+        if self.benchmark.name in ("apiupdate", "novelapi"):
+            raise ConfigError(
+                f"benchmark={self.benchmark.name} runs its programs inside its own wrapper and checks its "
+                "references when it is built; the audit is for benchmarks whose programs run as they are"
+            )
         self.benchmark.validate("benchmark")
         if self.repeats < 1:
             raise ConfigError("repeats must be >= 1")
