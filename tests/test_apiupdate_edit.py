@@ -34,27 +34,17 @@ def bench(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory, bench) -> Path:
-    from transformers import AutoModelForCausalLM, LlamaConfig
+    from transformers import AutoModelForCausalLM
 
-    from train.modeling import train_tiny_tokenizer
+    from train.config import TinyModelConfig
+    from train.modeling import tiny_llama_config, train_tiny_tokenizer
 
     fmt = FORMATS["editcoder"]
     rows = [json.loads(line) for line in (bench / "problems.jsonl").read_text().splitlines()]
     texts = [fmt.prompt(r["prompt"], r["instruction"]) + fmt.completion(r["reference"]) for r in rows] * 3
     texts += [body for _, _, _, body, fix, _ in SOURCE for body in (body, fix)]
     tokenizer = train_tiny_tokenizer(texts, vocab_size=400)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=1024,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
+    config = tiny_llama_config(TinyModelConfig(max_position_embeddings=1024), tokenizer)
     torch.manual_seed(0)
     folder = tmp_path_factory.mktemp("tiny")
     AutoModelForCausalLM.from_config(config).save_pretrained(folder)
