@@ -19,9 +19,11 @@ A tool that is not installed is reported as unavailable with the install hint, n
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -177,6 +179,7 @@ def measure(
     found: dict[str, LineCoverage | str] = {}
     python = [p for p in problems if p.language == "python" and p.after.strip()]
     found.update({p.id: c for p, c in zip(python, _python(python, sandbox, limits), strict=True)})
+    commands = []
     for problem in problems:
         if problem.id in found:
             continue
@@ -185,9 +188,11 @@ def measure(
         elif (why := unavailable(problem.language)) is not None:
             found[problem.id] = why
         else:
-            found[problem.id] = {"cpp": _cpp, "js": _js, "java": _java}[problem.language](
-                problem, sandbox, limits
-            )
+            commands.append(problem)
+    measurers = {"cpp": _cpp, "js": _js, "java": _java}
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as threads:  # one per sandbox worker
+        results = threads.map(lambda p: measurers[p.language](p, sandbox, limits), commands)
+        found.update({p.id: r for p, r in zip(commands, results, strict=True)})
     return {p.id: _row(p, found[p.id]) for p in problems}
 
 
