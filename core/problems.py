@@ -90,6 +90,14 @@ def problem_from_canitedit(record: dict[str, Any], where: str) -> Problem:
                 f"{where}: problem {record.get('name', '?')!r} field {key!r} must be "
                 f"{' or '.join(t.__name__ for t in types)}, got {type(record[key]).__name__}"
             )
+    taxonomy = record.get("taxonomy") or {}
+    if not isinstance(taxonomy, dict) or not all(
+        isinstance(taxonomy.get(k), (str, type(None))) for k in ("change_kind", "topic")
+    ):
+        raise BenchmarkError(
+            f"{where}: problem {record['name']!r} field 'taxonomy' must be an object whose change_kind and "
+            "topic are strings"
+        )
     return Problem(
         id=str(record["id"]),
         name=record["name"],
@@ -97,7 +105,7 @@ def problem_from_canitedit(record: dict[str, Any], where: str) -> Problem:
         after=record["after"],
         tests=record["tests"],
         instructions={"descriptive": record["instruction_descriptive"], "lazy": record["instruction_lazy"]},
-        taxonomy=record.get("taxonomy") or {},
+        taxonomy=taxonomy,
     )
 
 

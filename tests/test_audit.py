@@ -54,7 +54,10 @@ def test_each_check_fires_on_its_hand_made_problem(cases):
             and rows[name]["fail_before"]
             and not rows[name]["scope"]["blind_outside"]
         )
+    t = audit["totals"]  # a mutant on a line no test runs is a regression nobody would notice
+    assert t["kill_rate_outside"] < t["kill_rate_outside_covered"]
     report = render(audit, [])
+    assert "counts as surviving" in report
     assert "| distinct contexts | 6 / 7 | 103 / 105 | 86 / 108 |" in report
     assert "- [ ] **Validated**" in report and "mutation testing" in report
 
@@ -108,7 +111,10 @@ def test_unsolved_problems_and_recovered_references(tmp_path, sandbox):
     unsolved = audit["unsolved"]
     assert "1" not in unsolved["unsolved"]  # the replayed fix passes
     assert unsolved["recovered_references"]["1"].startswith("def double")
-    assert unsolved["unsolved"]["7"]["cause"] in ("reference_fails", "unknown")  # flaky: it depends on the draw
+    assert unsolved["unsolved"]["7"]["cause"] in (
+        "reference_fails",
+        "unknown",
+    )  # flaky: it depends on the draw
     assert set(unsolved["unsolved"]) >= {"4", "5", "6"}
     assert "3" not in unsolved["unsolved"]  # its tests miss the edit: the unedited code "solves" it
 
@@ -147,3 +153,21 @@ def test_editbench_problems_are_reported_not_run(tmp_path):
     assert all(r["pass_after"] is None and r["not_runnable"] for r in audit["problems"])
     assert audit["totals"]["assertions_median"] is not None and audit["distributions"]["problems"] == 5
     assert "not run here: 5" in (tmp_path / "report.md").read_text()
+
+
+def test_bad_inputs_stop_before_the_audit_runs(tmp_path):
+    row = json.loads(CASES.read_text().splitlines()[0])
+    (tmp_path / "tax.jsonl").write_text(json.dumps({**row, "taxonomy": "corrective"}) + "\n")
+    done = _cli([f"benchmark={tmp_path / 'tax.jsonl'}", f"out={tmp_path / 'o1'}"], REPO)
+    assert done.returncode == 2 and "taxonomy" in done.stderr and "Traceback" not in done.stderr
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "samples.jsonl").write_text("[1, 2]\n")
+    done = _cli([f"benchmark={CASES}", f"out={tmp_path / 'o2'}", f"model_results=[{tmp_path / 'm'}]"], REPO)
+    assert (
+        done.returncode == 2
+        and "not a record" in done.stderr
+        and not (tmp_path / "o2" / "audit.json").exists()
+    )
+    (tmp_path / "file").write_text("x")
+    done = _cli([f"benchmark={CASES}", f"out={tmp_path / 'file'}"], REPO)
+    assert done.returncode == 2 and "is a file" in done.stderr

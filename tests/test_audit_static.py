@@ -19,6 +19,7 @@ from eval.audit.distributions import render_table1, table1
 from eval.audit.independence import (
     calibrate,
     default_threshold,
+    identical_instructions,
     load_pairs,
     normalize_instruction,
     pick_threshold,
@@ -353,8 +354,15 @@ def test_shared_codebases_clusters_problems_on_the_same_code():
     assert out["problems_sharing"] == 4 and out["share_fraction"] == pytest.approx(0.8)
     assert {(p["a"], p["b"]) for p in out["pairs"]} == {("10", "3"), ("4", "5")}
     assert out["identical_instructions"] == [
-        {"instruction": "make it faster", "ids": ["2", "4"]},
-        {"instruction": "add interest", "ids": ["3", "10"]},
+        {"instruction": "make it faster", "ids": ["2", "4"], "instructions": 1},
+        {"instruction": "add interest", "ids": ["3", "10"], "instructions": 1},
+    ]
+    twice = [
+        problem("7", PRIMES, instructions={"d": "Speed up.", "l": "go"}),
+        problem("8", WORDS, instructions={"d": "speed up", "l": "Go!"}),
+    ]
+    assert identical_instructions(twice) == [
+        {"instruction": "speed up", "ids": ["7", "8"], "instructions": 2}
     ]
 
 

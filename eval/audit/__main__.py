@@ -65,6 +65,16 @@ def preflight(cfg: AuditConfig) -> None:
             raise ConfigError(
                 f"model_results: {folder} has no samples.jsonl; give folders written by python -m eval.run"
             )
+    from eval.audit.unsolved import read_results
+
+    read_results(list(cfg.model_results))  # a file that is not eval.run's stops now, not after the audit
+    out = Path(cfg.out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"out={cfg.out} is a file; give a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"out={cfg.out} cannot be created: {err.strerror}") from err
 
 
 def run(cfg: AuditConfig, resolved: dict[str, Any]) -> None:
@@ -107,6 +117,12 @@ def main(argv: list[str]) -> None:
         key, _, value = arg.partition("=")
         if key == "benchmark" and value and Path(value).is_file():
             args += ["benchmark=canitedit", f"benchmark.path={value}"]
+        elif key == "benchmark" and ("/" in value or value.endswith(".jsonl")):
+            print(
+                f"error: benchmark={value}: no such file (give a CanItEdit-schema .jsonl, or a name)",
+                file=sys.stderr,
+            )
+            sys.exit(2)
         else:
             args.append(arg)
     run_app(APP, args)

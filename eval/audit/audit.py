@@ -124,13 +124,11 @@ def run_audit(
     return audit
 
 
-def _rate(rows: list[dict], region: str) -> tuple[int, int, float | None]:
-    killed = sum(r["mutation"][region]["killed"] for r in rows if "mutation" in r and region in r["mutation"])
-    scored = sum(
-        r["mutation"][region]["run"] - r["mutation"][region]["uncovered"]
-        for r in rows
-        if "mutation" in r and region in r["mutation"]
-    )
+def _rate(rows: list[dict], region: str, covered_only: bool) -> tuple[int, int, float | None]:
+    """(killed, scored, percent): every mutant run, or (covered_only) those on lines the tests run."""
+    mutated = [r["mutation"][region] for r in rows if "mutation" in r and region in r["mutation"]]
+    killed = sum(m["killed"] for m in mutated)
+    scored = sum(m["run"] - (m["uncovered"] if covered_only else 0) for m in mutated)
     return killed, scored, (100.0 * killed / scored if scored else None)
 
 
@@ -139,10 +137,12 @@ def _totals(rows: list[dict], shared: dict) -> dict[str, Any]:
     whole = [r["coverage"] for r in rows if r.get("coverage") is not None]
     diff = [r["diff_coverage"] for r in rows if r.get("diff_coverage") is not None]
     tests = [r["assertions"] for r in rows]
-    killed_out, scored_out, rate_out = _rate(rows, "outside")
-    killed_in, scored_in, rate_in = _rate(rows, "inside")
+    killed_out, scored_out, rate_out = _rate(rows, "outside", covered_only=False)
+    killed_in, scored_in, rate_in = _rate(rows, "inside", covered_only=False)
+    rate_out_covered = _rate(rows, "outside", covered_only=True)[2]
     mutants_run = sum(r["mutation"][g]["run"] for r in rows if "mutation" in r for g in ("inside", "outside"))
     scoped = [r["scope"] for r in rows if "scope" in r]
+    low_scoped = [r for r in rows if "scope" in r and r.get("coverage") is not None and r["coverage"] < 75]
     return {
         "problems": n,
         "languages": dict(
@@ -167,7 +167,8 @@ def _totals(rows: list[dict], shared: dict) -> dict[str, Any]:
             r["id"] for r in rows if r.get("coverage") is not None and r["coverage"] < linecoverage.THRESHOLD
         ],
         "mutants_run": mutants_run,
-        "kill_rate_outside": rate_out,
+        "kill_rate_outside": rate_out,  # a mutant no test runs counts as surviving: nobody would notice it
+        "kill_rate_outside_covered": rate_out_covered,
         "kill_rate_inside": rate_in,
         "killed_outside": killed_out,
         "scored_outside": scored_out,
@@ -175,11 +176,8 @@ def _totals(rows: list[dict], shared: dict) -> dict[str, Any]:
         "scored_inside": scored_in,
         "blind_outside": sum(s["blind_outside"] for s in scoped),
         "scope_measured": len(scoped),
-        "low_coverage_blind_outside": sum(
-            1
-            for r in rows
-            if "scope" in r and r["scope"]["blind_outside"] and (r.get("coverage") or 100) < 75
-        ),
+        "low_coverage_blind_outside": sum(1 for r in low_scoped if r["scope"]["blind_outside"]),
+        "low_coverage_scoped": len(low_scoped),
         "distinct_contexts": shared.get("distinct_contexts"),
         "identical_instruction_groups": len(shared.get("identical_instructions", [])),
     }

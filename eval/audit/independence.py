@@ -109,8 +109,12 @@ def identical_instructions(problems: Sequence[Problem]) -> list[dict[str, Any]]:
         for text in p.instructions.values():
             if key := normalize_instruction(text):
                 groups[key].add(p.id)
+    by_ids: dict[tuple[str, ...], list[str]] = defaultdict(list)  # one group per set of problems
+    for key, ids in groups.items():
+        if len(ids) > 1:
+            by_ids[tuple(sorted(ids, key=natural_key))].append(key)
     found = [
-        {"instruction": k, "ids": sorted(ids, key=natural_key)} for k, ids in groups.items() if len(ids) > 1
+        {"instruction": keys[0], "ids": list(ids), "instructions": len(keys)} for ids, keys in by_ids.items()
     ]
     return sorted(found, key=lambda g: (natural_key(g["ids"][0]), g["instruction"]))
 

@@ -1,7 +1,7 @@
 """Statement coverage of each reference by its own tests: the whole file, and the diff region.
 
 The diff region is the set of lines of the reference (`after`) that the edit added or rewrote
-(`eval.excess_code.changed_line_numbers`: difflib's replace/insert lines). Whole-file coverage
+(`diff_region`: difflib's replace/insert lines, lines numbered as Python numbers them). Whole-file coverage
 counts the reference's executable lines only (not the tests' own lines), diff-region coverage
 the executable lines inside the region (None when the edit only deleted lines or touched no
 executable line).
@@ -30,7 +30,7 @@ from typing import Any
 
 from core.problems import Problem
 from core.sandbox import Sandbox, SandboxLimits
-from eval.excess_code import CoverageError, changed_line_numbers, coverage_reports
+from eval.excess_code import CoverageError, coverage_reports
 from eval.languages import JS_PRELUDE, command_job
 
 THRESHOLD = 75.0  # the published audit's cut: suites below it are listed
@@ -53,6 +53,26 @@ class LineCoverage:
     def percent(self, lines: set[int] | None = None) -> float | None:
         scope = self.executable if lines is None else self.executable & lines
         return None if not scope else 100.0 * len(scope & self.covered) / len(scope)
+
+
+def source_lines(text: str) -> list[str]:
+    """Lines as Python, coverage.py and compilers number them: split on newlines only (str.splitlines
+    also breaks on form feeds, U+2028 and other separators, which would shift every number after)."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def diff_region(before: str, after: str) -> set[int]:
+    """1-based lines of `after` the edit added or rewrote (difflib's replace and insert lines)."""
+    import difflib
+
+    matcher = difflib.SequenceMatcher(None, source_lines(before), source_lines(after), autojunk=False)
+    return {
+        j + 1
+        for tag, _, _, j1, j2 in matcher.get_opcodes()
+        if tag in ("replace", "insert")
+        for j in range(j1, j2)
+    }
 
 
 def unavailable(language: str) -> str | None:
@@ -78,7 +98,7 @@ def _python(problems: Sequence[Problem], sandbox: Sandbox, limits: SandboxLimits
         if isinstance(report, CoverageError):
             out.append(f"coverage failed: {report}")
             continue
-        shift, n = _offset(problem), len(problem.after.splitlines())
+        shift, n = _offset(problem), len(source_lines(problem.after))
         statements = {s - shift for s in report.statements if shift < s <= shift + n}  # the reference's lines
         missing = {m - shift for m in report.missing}
         out.append(LineCoverage(frozenset(statements), frozenset(statements - missing)))
@@ -167,7 +187,7 @@ def _java(problem: Problem, sandbox: Sandbox, limits: SandboxLimits) -> LineCove
 
 def _shifted(problem: Problem, executable: set[int], covered: set[int], extra: int) -> LineCoverage:
     """Lines of the file -> lines of `after` (dropping the prelude's and the tests' lines)."""
-    shift, n = _offset(problem) + extra, len(problem.after.splitlines())
+    shift, n = _offset(problem) + extra, len(source_lines(problem.after))
     keep = {line - shift for line in executable if shift < line <= shift + n}
     return LineCoverage(frozenset(keep), frozenset(keep & {c - shift for c in covered}))
 
@@ -197,7 +217,7 @@ def measure(
 
 
 def _row(problem: Problem, measured: LineCoverage | str) -> dict[str, Any]:
-    region = changed_line_numbers(problem.before, problem.after)
+    region = diff_region(problem.before, problem.after)
     if isinstance(measured, str):
         return {
             "coverage": None,

@@ -4,7 +4,7 @@ The published audit asked whether a benchmark's tests would notice a regression 
 lines an edit changed ("preservation") and named mutation testing as the ideal measure. Here
 the reference program (`Problem.after`) gets first-order, AST-level mutants, each tagged with
 its region: "inside" when the mutated node's first line is one the edit added or rewrote
-(`changed_line_numbers(before, after)`), else "outside". Each mutant replaces `after` in
+(`diff_region(before, after)`), else "outside". Each mutant replaces `after` in
 `Problem.program` and runs with the problem's tests in the sandbox; it is *killed* when the run
 does not pass. A low outside kill rate means the tests would let a model break code it was
 told to keep.
@@ -58,7 +58,8 @@ from typing import Any
 
 from core.problems import Problem
 from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
-from eval.excess_code import CoverageError, CoverageReport, changed_line_numbers, coverage_of
+from eval.audit.linecoverage import diff_region, source_lines
+from eval.excess_code import CoverageError, CoverageReport, coverage_of
 
 REGIONS = ("inside", "outside")
 OPERATORS = ("delete", "negate", "constant", "operator")
@@ -374,9 +375,9 @@ def prelude_offset(problem: Problem) -> int:
     """Lines `Problem.program` puts before `after` (the prelude and its joining newline), so a
     reference line n is coverage's line n + offset; -1 when the program's lines do not line up
     with `after` that way (coverage is then not used)."""
-    program = problem.program(problem.after).splitlines()
+    program = source_lines(problem.program(problem.after))
     offset = f"{problem.prelude}\n".count("\n") if problem.prelude and problem.after.strip() else 0
-    after = problem.after.splitlines()
+    after = source_lines(problem.after)
     return offset if program[offset:] == after[: len(program) - offset] else -1
 
 
@@ -408,7 +409,7 @@ def run_mutants(
         report.skipped, report.detail = "language", f"mutation is Python-only; got {problem.language!r}"
         return report
     try:
-        sample = sample_mutants(problem.after, changed_line_numbers(problem.before, problem.after), cap, seed)
+        sample = sample_mutants(problem.after, diff_region(problem.before, problem.after), cap, seed)
     except SyntaxError as err:
         report.skipped, report.detail = "syntax", f"the reference does not parse: {err}"
         return report

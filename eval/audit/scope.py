@@ -6,19 +6,22 @@ program is merely loaded (def and class headers, module constants) do not count 
 suite is `blind_outside` when its tests together reach under half of the code outside the edit. A *test* is a top-level
 statement of the tests that checks something: an `assert`, a loop or block holding one, or a
 call of a `test*`/`check` function; every other top-level statement (imports, helpers, fixtures,
-`def test_*` bodies) is kept in every run, in order. Python only; at most `MAX_TESTS` tests per
+`def test_*` bodies) is kept in every run, in order; CanItEdit's `if True:` block is opened up
+into its statements. Python only; at most `MAX_TESTS` tests per
 problem, spread evenly.
 """
 
 from __future__ import annotations
 
 import ast
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 from core.problems import Problem
 from core.sandbox import SandboxLimits
-from eval.excess_code import CoverageError, changed_line_numbers, coverage_reports
+from eval.audit.linecoverage import diff_region
+from eval.excess_code import CoverageError, coverage_reports
 
 MAX_TESTS = 30
 
@@ -35,9 +38,22 @@ def _is_test(stmt: ast.stmt) -> bool:
     return False
 
 
+def _unwrap(tests: str, tree: ast.Module) -> str:
+    """CanItEdit wraps its asserts in one `if True:` block; its statements are the tests, so the
+    block is dedented into top-level statements."""
+    lines = tests.splitlines(keepends=True)
+    for stmt in reversed(tree.body):
+        always = isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Constant) and stmt.test.value is True
+        if always and not stmt.orelse:
+            body = textwrap.dedent("".join(lines[stmt.body[0].lineno - 1 : stmt.end_lineno]))
+            lines[stmt.lineno - 1 : stmt.end_lineno] = [body]
+    return "".join(lines)
+
+
 def split_tests(tests: str) -> list[str]:
     """One program text per test: the setup statements plus that one test (empty if unparsable)."""
     try:
+        tests = _unwrap(tests, ast.parse(tests))
         tree = ast.parse(tests)
     except SyntaxError:
         return []
@@ -65,7 +81,7 @@ def test_scope(
     outside = {}
     for p, report in zip(measured, loading, strict=True):
         on_load = set() if isinstance(report, CoverageError) else {n - shift[p.id] for n in report.covered}
-        outside[p.id] = executable[p.id] - changed_line_numbers(p.before, p.after) - on_load
+        outside[p.id] = executable[p.id] - diff_region(p.before, p.after) - on_load
     jobs, owners = [], []
     for p in measured:
         for unit in split_tests(p.tests):

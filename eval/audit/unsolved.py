@@ -1,7 +1,8 @@
 """Problems no model solves, from the folders `python -m eval.run` wrote (`model_results=[DIR,...]`).
 
 For each unsolved problem, the likely cause, first that applies: `reference_fails` (the audit's
-own validity run), `missing_dependency` (a ModuleNotFoundError in the models' failures),
+own validity run; with the reference's own cause in brackets when one of the patterns below
+matches its error, e.g. `reference_fails (missing_dependency)`), `missing_dependency` (a ModuleNotFoundError in the models' failures),
 `needs_network` (socket, DNS or HTTP errors), `needs_files` (FileNotFoundError, PermissionError),
 `timeout` (most failing runs hit the time limit), else `unknown`. Where the reference fails but
 some model's output passes, that output is offered as a recovered reference.
@@ -37,11 +38,13 @@ def read_results(folders: list[str]) -> dict[str, dict[str, list[dict]]]:
                 f"model_results: {path} does not exist; give folders written by python -m eval.run"
             )
         samples, runs = {}, defaultdict(list)
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a torn last line
+            if not isinstance(record, dict):
+                raise UserError(f"model_results: {path} holds a line that is not a record; is it eval.run's?")
             key = (record.get("problem"), record.get("split"), record.get("index"))
             if record.get("type") == "sample":
                 samples[key] = record.get("code", "")
@@ -87,8 +90,10 @@ def unsolved(results: dict[str, dict[str, list[dict]]], validity: dict[str, dict
 
 
 def _cause(pid: str, runs: list[dict], validity: dict[str, dict]) -> str:
-    if validity.get(pid, {}).get("pass_after") is False:
-        return "reference_fails"
+    check = validity.get(pid, {})
+    if check.get("pass_after") is False:
+        why = next((c for c, pattern in CAUSES if pattern.search(check.get("reference_error") or "")), None)
+        return f"reference_fails ({why})" if why else "reference_fails"
     text = "\n".join(f"{r.get('detail', '')}\n{r.get('stderr', '')}" for r in runs)
     for cause, pattern in CAUSES:
         if pattern.search(text):
