@@ -377,7 +377,10 @@ def test_only_calls_while_the_tests_run_are_adoption(sandbox):
 @pytest.mark.parametrize(
     ("api", "code"),
     [
-        ("builtins.abs", "import sys\ndef f(xs):\n    return sum(sys.modules['builtins'].__dict__['ab' + 's'](x) for x in xs)\n"),
+        (
+            "builtins.abs",
+            "import sys\ndef f(xs):\n    return sum(sys.modules['builtins'].__dict__['ab' + 's'](x) for x in xs)\n",
+        ),
         ("os.getpid", "import posix\ndef f(xs):\n    posix.getpid()\n    return 4\n"),
     ],
 )
