@@ -143,7 +143,9 @@ class EvalRun:
         todo = len(self.store.of_type("sample")) - len(self.store.of_type("execution"))
         if todo <= 0:
             return
-        with tqdm(total=todo, desc=f"Executing ({self.sandbox.backend})", unit="sample") as bar:
+        # novelapi starts one sandbox per library interpreter: the default one is not needed
+        where = "" if self.benchmark.name == "novelapi" else f" ({self.sandbox.backend})"
+        with tqdm(total=todo, desc=f"Executing{where}", unit="sample") as bar:
             if self.benchmark.name == "apiupdate":  # the modified API installed around each sample
                 from eval.apiupdate.stages import execute_apiupdate
 

@@ -41,7 +41,7 @@ def evaluate(cfg: EvalConfig, resolved: dict[str, Any]) -> None:
     run = EvalRun(cfg, resolved)
     stage = cfg.stage
     try:
-        if stage in ("execute", "all"):
+        if stage in ("execute", "all") and run.benchmark.name != "novelapi":  # novelapi: one per interpreter
             run.sandbox  # noqa: B018 (starts the workers now, so they are warm once samples exist)
         if stage in ("generate", "all"):
             run.generate()

@@ -137,7 +137,7 @@ def importable(name: str) -> bool:
         importlib.metadata.distribution(name)
         return True
     except importlib.metadata.PackageNotFoundError:
-        pass
+        pass  # not under its distribution name: it may still be importable as a module
     key = re.sub(r"[-_.]+", "-", name).lower()
     try:
         return importlib.util.find_spec(IMPORT_NAMES.get(key, key.replace("-", "_"))) is not None

@@ -226,7 +226,7 @@ def defining_module(module, qualname):
         if isinstance(name, str) and name:
             return importlib.import_module(name)
     except Exception:
-        pass
+        pass  # no defining module to be found: the module the API was listed in serves
     return mod
 with open(sys.argv[1]) as f:
     units = json.load(f)
@@ -234,7 +234,7 @@ for module in sorted({u["module"] for u in units}):
     try:
         importlib.import_module(module)
     except BaseException:
-        pass
+        pass  # a warm-up only: an example whose module fails to import reports that failure itself
 send(e="ready")
 for index, unit in enumerate(units):
     send(e="start", i=index)

@@ -27,19 +27,18 @@ import math
 import random
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from core.sandbox import Sandbox, SandboxLimits
-from eval.apiupdate.apis import api_calls, references
+from eval.apiupdate.apis import api_calls
 from eval.apiupdate.catalogue import (
     TYPES,
     Modification,
     modifiable,
     modifications,
     signature_text,
-    unmodified,
 )
 from eval.apiupdate.enforce import EnforcedJob, entry_parameters, run_enforced
 from eval.apiupdate.rewrite import Unrewritable, rewrite
@@ -74,6 +73,7 @@ class Pair:
     program: str  # the canonical program that calls the API
     modification: Modification
     reference: str = ""  # the program rewritten to the modified API
+    old_outcome: str | None = None  # what the unmodified program did under the modification
 
 
 @dataclass
@@ -198,7 +198,7 @@ class Builder:
             elif old.outcome != EXPECTED_OLD_OUTCOME[pair.modification.type]:
                 self.dropped["pairs"][f"old_solution_{old.outcome}"] += 1
             else:
-                pair.old_outcome = old.outcome  # type: ignore[attr-defined]
+                pair.old_outcome = old.outcome
                 kept.append(pair)
         return kept
 
@@ -280,8 +280,6 @@ class Builder:
 
 
 def _with_programs(problem: SourceProblem, programs: list[str]) -> SourceProblem:
-    from dataclasses import replace
-
     return replace(problem, programs=tuple(programs))
 
 
@@ -302,7 +300,7 @@ def _row(pair: Pair, split: str) -> dict[str, Any]:
         "entry_point": problem.entry_point,
         "n_params": entry_parameters(pair.program, problem.entry_point),
         "instruction": instruction(problem),
-        "old_outcome": getattr(pair, "old_outcome", None),
+        "old_outcome": pair.old_outcome,
     }
 
 
@@ -413,16 +411,3 @@ def write(build_result: Build, out: Path) -> None:
         tmp = out / f".{name}.tmp"
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(out / name)
-
-
-__all__ = [
-    "SPLITS",
-    "TARGETS",
-    "Build",
-    "BuildOptions",
-    "build",
-    "instruction",
-    "references",
-    "unmodified",
-    "write",
-]

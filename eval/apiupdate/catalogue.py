@@ -17,6 +17,7 @@ builtins that have none. S3 needs two positional parameters whose values can be 
 from __future__ import annotations
 
 import builtins
+import functools
 import importlib
 import inspect
 import keyword
@@ -238,7 +239,7 @@ def modifiable(api: str) -> str | None:
 
 
 def _with_keyword(signature: str, param: str, default: bool) -> str:
-    sig = _parse(signature)
+    sig = parse_signature(signature)
     params = list(sig.parameters.values())
     new = inspect.Parameter(
         param, inspect.Parameter.KEYWORD_ONLY, default=False if default else inspect.Parameter.empty
@@ -248,7 +249,7 @@ def _with_keyword(signature: str, param: str, default: bool) -> str:
 
 
 def _swapped(signature: str) -> str:
-    sig = _parse(signature)
+    sig = parse_signature(signature)
     params = list(sig.parameters.values())
     a, b = params[0], params[1]
     kind = min(a.kind, b.kind)
@@ -256,7 +257,9 @@ def _swapped(signature: str) -> str:
     return str(sig.replace(parameters=params))
 
 
-def _parse(signature: str) -> inspect.Signature:
+@functools.cache
+def parse_signature(signature: str) -> inspect.Signature:
+    """A parameter list written as source (`"(x, /, *, errors)"`) as an inspect.Signature."""
     namespace: dict[str, Any] = {}
     exec(f"def _api{signature}:\n    pass\n", namespace)
     return inspect.signature(namespace["_api"])
@@ -276,7 +279,7 @@ def modifications(api: str) -> list[Modification]:
     module, _, name = api.rpartition(".")
     old_sig = signature_text(api)
     assert old_sig is not None
-    params = set(_parse(old_sig).parameters)
+    params = set(parse_signature(old_sig).parameters)
     taken = set(dir(builtins)) | set(dir(importlib.import_module(module)))
     common = dict(api=api, module=module, name=name, old_signature=old_sig)
     found = [

@@ -22,8 +22,8 @@ from typing import Any
 
 from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from core.sandbox.reports import last_report
-from eval.apiupdate.apis import api_calls, import_aliases, qualified_name, references
-from eval.apiupdate.catalogue import Modification
+from eval.apiupdate.apis import api_calls, references
+from eval.apiupdate.catalogue import Modification, parse_signature
 
 RUNTIME_SOURCE = (Path(__file__).resolve().parent / "runtime.py").read_text()
 # The outcome taxonomy, in the study's groups; `classify` assigns exactly one per sample.
@@ -215,12 +215,8 @@ def _signature_problem(call: ast.Call, mod: Modification) -> str | None:
 
 
 def _binds(signature: str, args: list, kwargs: dict) -> bool:
-    namespace: dict[str, Any] = {}
-    exec(f"def _api{signature}:\n    pass\n", namespace)
     try:
-        import inspect
-
-        inspect.signature(namespace["_api"]).bind(*args, **kwargs)
+        parse_signature(signature).bind(*args, **kwargs)
     except TypeError:
         return False
     return True
@@ -337,20 +333,3 @@ def calls_api(code: str, api: str) -> bool:
         return any(call.api == api for call in api_calls(code))
     except (SyntaxError, ValueError, RecursionError):
         return False
-
-
-__all__ = [
-    "COMPILE_FAILURES",
-    "OUTCOMES",
-    "EnforcedJob",
-    "Outcome",
-    "calls_api",
-    "classify",
-    "compile_stage",
-    "entry_parameters",
-    "import_aliases",
-    "program",
-    "qualified_name",
-    "read_report",
-    "run_enforced",
-]

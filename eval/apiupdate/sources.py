@@ -21,6 +21,7 @@ import ast
 import gzip
 import json
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,8 +132,6 @@ def humaneval_schema(path: Path, source: str) -> Loaded:
 
 
 def _third_party(program: str) -> bool:
-    import sys
-
     try:
         tree = ast.parse(program)
     except SyntaxError:

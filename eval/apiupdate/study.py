@@ -87,7 +87,7 @@ class EditStudy:
     # ------------------------------------------------------------------ generation + execution
     def _samples(self, phase: str, rows: Sequence[Problem], notice: str = "") -> dict[str, list[str]]:
         """Generated code per row under `phase`, made only where samples.jsonl lacks them."""
-        split = f"{phase}"
+        split = phase
         todo = [p for p in rows if self.store.count(p.id, split) < self.options.n]
         if todo:
             shown = [_with_notice(p, split, notice) for p in todo]

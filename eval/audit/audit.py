@@ -66,7 +66,7 @@ def run_audit(
     # gets the checks that need no run; the rest are reported as not run, never guessed.
     problems = [p for p in every if p.extra.get("runnable", True)]
     checks = step("validity", lambda: validity.check_validity(problems, sandbox, limits, options.repeats))
-    densities = {p.id: density_mod.density(p) for p in problems}
+    densities = {p.id: density_mod.density(p) for p in every}  # needs no run: every problem
     coverage = step("coverage", lambda: linecoverage.measure(problems, sandbox, limits))
     mutations: dict[str, dict] = {}
     if options.mutation:
@@ -88,7 +88,6 @@ def run_audit(
         scopes = step("scope", lambda: scope.test_scope(problems, sandbox, limits, executable))
     shared = step("independence", lambda: independence.shared_codebases(every))
     table1 = distributions.table1(every)
-    densities.update({p.id: density_mod.density(p) for p in every})
     rows = []
     for p in every:
         row: dict[str, Any] = {"id": p.id, "name": p.name, "language": p.language}

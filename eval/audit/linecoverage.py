@@ -86,7 +86,7 @@ def unavailable(language: str) -> str | None:
     return None
 
 
-def _offset(problem: Problem) -> int:
+def prelude_lines(problem: Problem) -> int:
     """Lines the program puts before `after` (the prelude and its separating newline)."""
     return problem.prelude.count("\n") + 1 if problem.prelude and problem.after.strip() else 0
 
@@ -98,7 +98,7 @@ def _python(problems: Sequence[Problem], sandbox: Sandbox, limits: SandboxLimits
         if isinstance(report, CoverageError):
             out.append(f"coverage failed: {report}")
             continue
-        shift, n = _offset(problem), len(source_lines(problem.after))
+        shift, n = prelude_lines(problem), len(source_lines(problem.after))
         statements = {s - shift for s in report.statements if shift < s <= shift + n}  # the reference's lines
         missing = {m - shift for m in report.missing}
         out.append(LineCoverage(frozenset(statements), frozenset(statements - missing)))
@@ -187,7 +187,7 @@ def _java(problem: Problem, sandbox: Sandbox, limits: SandboxLimits) -> LineCove
 
 def _shifted(problem: Problem, executable: set[int], covered: set[int], extra: int) -> LineCoverage:
     """Lines of the file -> lines of `after` (dropping the prelude's and the tests' lines)."""
-    shift, n = _offset(problem) + extra, len(source_lines(problem.after))
+    shift, n = prelude_lines(problem) + extra, len(source_lines(problem.after))
     keep = {line - shift for line in executable if shift < line <= shift + n}
     return LineCoverage(frozenset(keep), frozenset(keep & {c - shift for c in covered}))
 

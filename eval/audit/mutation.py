@@ -58,7 +58,7 @@ from typing import Any
 
 from core.problems import Problem
 from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
-from eval.audit.linecoverage import diff_region, source_lines
+from eval.audit.linecoverage import diff_region, prelude_lines, source_lines
 from eval.excess_code import CoverageError, CoverageReport, coverage_of
 
 REGIONS = ("inside", "outside")
@@ -376,7 +376,7 @@ def prelude_offset(problem: Problem) -> int:
     reference line n is coverage's line n + offset; -1 when the program's lines do not line up
     with `after` that way (coverage is then not used)."""
     program = source_lines(problem.program(problem.after))
-    offset = f"{problem.prelude}\n".count("\n") if problem.prelude and problem.after.strip() else 0
+    offset = prelude_lines(problem)
     after = source_lines(problem.after)
     return offset if program[offset:] == after[: len(program) - offset] else -1
 

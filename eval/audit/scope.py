@@ -20,7 +20,7 @@ from typing import Any
 
 from core.problems import Problem
 from core.sandbox import SandboxLimits
-from eval.audit.linecoverage import diff_region
+from eval.audit.linecoverage import diff_region, prelude_lines
 from eval.excess_code import CoverageError, coverage_reports
 
 MAX_TESTS = 30
@@ -73,7 +73,7 @@ def test_scope(
     """Per problem id: tests, tests that touch code outside the diff region, and the outside lines
     any test reaches. `executable` holds each reference's executable lines (from the coverage step)."""
     measured = [p for p in problems if p.language == "python" and p.id in executable]
-    shift = {p.id: (p.prelude.count("\n") + 1 if p.prelude else 0) for p in measured}
+    shift = {p.id: prelude_lines(p) for p in measured}
     # Lines that run on load alone (def and class headers, constants) say nothing about a test.
     loading = (
         coverage_reports(sandbox, [(p.program(p.after), "") for p in measured], limits) if measured else []
