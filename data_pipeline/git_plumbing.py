@@ -1,23 +1,26 @@
 """Streaming wrappers over the git CLI: repository checks, a commit-and-diff reader, blob reads.
 
-Only machine-readable output is parsed (`git log -z --raw`, `git cat-file --batch`) and every
-option that shapes it is passed explicitly, so a user's git config (colours, abbreviation,
-rename settings, signatures) cannot change what we read. Nothing here holds more than one
-commit's file list in memory.
+Only machine-readable output is parsed (`git log -z --raw`, `git cat-file --batch`,
+`git rev-parse --verify`, `git for-each-ref` with a NUL-separated format) and every option
+that shapes it is passed explicitly, so a user's git config (colours, abbreviation, rename
+settings, signatures) cannot change what we read. Nothing here holds more than one commit's
+file list in memory.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 GITLINK_MODE = "160000"  # a submodule: the object is a commit of another repository
 SYMLINK_MODE = "120000"
+ALL_REFS = "--all"  # git's spelling for every ref under refs/ plus HEAD
 
 # Variables that would point git at another repository than the one given with -C (set, e.g.,
 # when the pipeline runs from inside a git hook).
@@ -33,6 +36,7 @@ _REPO_ENV = (
 # One header token (marked by \x01) per commit; fields are NUL-separated because a commit
 # message cannot contain NUL. The trailing %x00 ends the body before the diff entries start.
 _LOG_FORMAT = "%x01%H%x00%P%x00%aI%x00%s%x00%b%x00"
+_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # SHA-1 or SHA-256 object name
 
 
 class GitSourceError(ValueError):
@@ -105,10 +109,37 @@ def check_repository(path: str | Path) -> Path:
     return p
 
 
-def head_commit(repo: Path) -> str | None:
-    """HEAD's commit id, or None for a repository without commits (unborn HEAD)."""
-    proc = _git(repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-    return proc.stdout.strip() if proc.returncode == 0 else None
+def resolve_commit(repo: Path, rev: str) -> str | None:
+    """The commit one revision names (a tag is peeled), or None: unborn HEAD, unknown name, a range.
+
+    A name starting with "-" is refused, since git would read it as an option.
+    """
+    if not rev or rev.startswith("-"):
+        return None
+    proc = _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    sha = proc.stdout.strip()
+    # rev-parse also succeeds on "^rev" (an exclusion), printing "^<sha>": not one commit.
+    return sha if proc.returncode == 0 and _SHA.fullmatch(sha) else None
+
+
+def list_refs(repo: Path) -> dict[str, str]:
+    """Every ref `git for-each-ref` lists, by full name, to its object, plus HEAD.
+
+    An annotated tag maps to the object it tags. An unborn HEAD is left out, so a repository
+    without commits gives {}.
+    """
+    fmt = "--format=%(refname)%00%(objectname)%00%(*objectname)"
+    proc = _git(repo, "for-each-ref", "--sort=refname", fmt)
+    if proc.returncode != 0:
+        raise GitSourceError(f"{repo}: git for-each-ref failed ({_first_line(proc.stderr)})")
+    refs = {}
+    for line in proc.stdout.splitlines():  # ref names cannot contain a newline or NUL
+        name, target, peeled = line.split("\0")
+        refs[name] = peeled or target
+    head = resolve_commit(repo, "HEAD")
+    if head is not None:
+        refs["HEAD"] = head
+    return refs
 
 
 def _nul_tokens(stream: IO[bytes]) -> Iterator[bytes]:
@@ -168,19 +199,29 @@ def _parse_log(tokens: Iterator[bytes]) -> Iterator[Commit]:
         yield Commit(*header, tuple(changes))
 
 
-def iter_commits(repo: Path, first_parent: bool, max_commits: int | None) -> Iterator[Commit]:
-    """Commits reachable from HEAD, newest first, each with its first-parent diff (renames as R).
+def iter_commits(
+    repo: Path,
+    revisions: Sequence[str],
+    *,
+    first_parent: bool,
+    skip_merges: bool,
+    max_commits: int | None,
+) -> Iterator[Commit]:
+    """Commits reachable from `revisions`, newest first, each with its first-parent diff (renames as R).
 
-    One `git log` process streams the whole history; close the iterator to stop it early.
+    `revisions` are commit ids or ALL_REFS, never names: a name could be read as an option or a
+    path. One `git log` process streams the whole history; close the iterator to stop it early.
     """
     cmd = ["git", "-C", str(repo), "log", "-z", "--raw", "--no-abbrev", "-M", "--root"]
     cmd += ["--diff-merges=first-parent", "--ignore-submodules=none", "--no-color", "--no-ext-diff"]
     cmd += ["--no-textconv", "--no-show-signature", "--encoding=UTF-8", f"--format={_LOG_FORMAT}"]
     if first_parent:
         cmd.append("--first-parent")
+    if skip_merges:
+        cmd.append("--no-merges")
     if max_commits is not None:
         cmd.append(f"--max-count={max_commits}")
-    cmd += ["HEAD", "--"]
+    cmd += [*revisions, "--"]
     with tempfile.TemporaryFile() as err:  # a file, not a pipe: warnings must never block git
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=_env())
         assert proc.stdout is not None

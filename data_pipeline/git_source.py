@@ -1,9 +1,20 @@
 """Mine edit examples from the history of local git clones, the way Commits2023 was built from GitHub.
 
-Walk. Commits reachable from HEAD (a detached HEAD or a bare repository works; a repository
-without commits yields nothing), newest first, first-parent only unless `first_parent=False`,
-at most `max_commits`. Each commit is diffed against its first parent (a root commit, or the
-boundary of a shallow clone, against the empty tree) with rename detection (`git log -M`).
+Walk. Commits reachable from `refs` (branch names, tags, commit ids, or "--all" for every ref
+and HEAD, as in git; default HEAD, which may be detached or in a bare repository), newest first,
+at most `max_commits` (merges left out of the walk do not count). Each commit is diffed against
+its first parent (a root commit, or the boundary of a shallow clone, against the empty tree)
+with rename detection (`git log -M`). Every ref is resolved before any work: one that names no
+commit fails with a GitSourceError naming the repository and the ref; an unborn HEAD (no
+commits yet) just adds nothing.
+
+Merges. By default every non-merge commit reachable from a ref is walked and merge commits are
+left out of the walk (`git log --no-merges`): what a merge brings in is already represented by
+the merged branch's own commits, so reading it again would count each edit twice. They are
+then not candidates at all. `include_merges=True` walks them too, diffed against their first
+parent (the whole merged branch as one edit, so its edits appear twice). `first_parent=True`
+walks only the first-parent chain (the mainline of a merge workflow, one commit per merged pull
+request): there a merge's candidates are dropped as `merge_commit` unless `include_merges`.
 
 Candidates. One *candidate* per changed path of that diff whose old or new path ends with one
 of `extensions`, plus every submodule (gitlink) change. Other paths are not candidates and are
@@ -13,7 +24,8 @@ item: `(row, None)` when kept, `(None, reason)` when dropped, so a manifest can 
 
 Drop reasons, checked in this order (the first that applies names the drop):
 
-    merge_commit           the commit has several parents and `include_merges` is False
+    merge_commit           the commit has several parents and `include_merges` is False (only
+                           in the first-parent walk; the default walk leaves merges out)
     submodule              either side is a gitlink (mode 160000); never read as a blob
     added_file             the path is new (every file of a root commit)
     deleted_file           the path is removed
@@ -42,7 +54,6 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import itertools
 import json
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -51,6 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from data_pipeline.git_plumbing import (
+    ALL_REFS,
     GITLINK_MODE,
     SYMLINK_MODE,
     BlobReader,
@@ -58,16 +70,19 @@ from data_pipeline.git_plumbing import (
     FileChange,
     GitSourceError,
     check_repository,
-    head_commit,
     iter_commits,
+    list_refs,
+    resolve_commit,
 )
 
 __all__ = [
+    "ALL_REFS",
     "DROP_REASONS",
     "GitMiningConfig",
     "GitSourceError",
     "mine_repositories",
     "mine_repository",
+    "repo_heads",
     "validate_repos",
 ]
 
@@ -116,9 +131,12 @@ Item = tuple[Row | None, str | None]
 class GitMiningConfig:
     """How commits become candidates and which candidates become rows (see the module docstring)."""
 
-    first_parent: bool = True
+    refs: tuple[str, ...] = ("HEAD",)
+    first_parent: bool = False
     multi_file: str = "keep_one"
     extensions: tuple[str, ...] = (".py",)
+    # Bounds row size and memory only; whether an edit fits the model's context is decided when
+    # it is tokenized (recipe.max_length, overlong policy). See docs/git_mining.md.
     max_file_bytes: int = 100_000
     vendored_patterns: tuple[str, ...] = DEFAULT_VENDORED
     include_merges: bool = False
@@ -128,11 +146,12 @@ class GitMiningConfig:
     def __post_init__(self) -> None:
         if self.multi_file not in MULTI_FILE_POLICIES:
             raise ValueError(f"multi_file={self.multi_file!r}: use one of {', '.join(MULTI_FILE_POLICIES)}")
-        for name in ("extensions", "vendored_patterns"):
+        for name in ("refs", "extensions", "vendored_patterns"):
             value = getattr(self, name)
             if isinstance(value, str):
                 raise ValueError(f"{name}={value!r}: pass a sequence such as ({value!r},), not a string")
             object.__setattr__(self, name, tuple(value))  # lists from a config file become tuples
+        _check_refs(self.refs)
         if not self.extensions or not all(self.extensions):
             raise ValueError(f"extensions={self.extensions!r}: give at least one non-empty suffix")
         if self.max_file_bytes <= 0:
@@ -156,16 +175,67 @@ def validate_repos(paths: Sequence[str | Path]) -> list[Path]:
     return repos
 
 
+def _check_refs(refs: Sequence[str]) -> None:
+    """Refuses what git would not read as one revision: nothing, an empty name, an option."""
+    if isinstance(refs, str):
+        raise ValueError(f"refs={refs!r}: pass a list of revisions such as [{refs!r}], not a string")
+    if not refs:
+        raise ValueError(f"refs=[]: give at least one revision, e.g. ['HEAD'], or {ALL_REFS!r}")
+    bad = [r for r in refs if not isinstance(r, str) or not r or (r.startswith("-") and r != ALL_REFS)]
+    if bad:
+        raise ValueError(f"refs={bad!r}: give branch or tag names, commit ids, or {ALL_REFS!r}")
+
+
+def _resolve_refs(repos: Sequence[Path], refs: Sequence[str]) -> list[dict[str, str]]:
+    """Per repository, each named ref's commit; one GitSourceError names every ref that names none.
+
+    An unborn HEAD is left out rather than refused: the repository has nothing to walk yet.
+    """
+    resolved, problems = [], []
+    for repo in repos:
+        heads = {}
+        for ref in refs:
+            sha = None if ref == ALL_REFS else resolve_commit(repo, ref)
+            if sha is not None:
+                heads[ref] = sha
+            elif ref not in (ALL_REFS, "HEAD"):
+                problems.append(f"{repo}: ref {ref!r} does not name a commit")
+        resolved.append(heads)
+    if problems:
+        raise GitSourceError("; ".join(problems))
+    return resolved
+
+
 def mine_repository(path: str | Path, cfg: GitMiningConfig) -> Iterator[Item]:
-    """Candidates of one repository; the path is checked now, so a bad path fails before any work."""
-    (repo,) = validate_repos([path])
-    return _mine(repo, cfg)
+    """Candidates of one repository; path and refs are checked now, so a bad one fails before any work."""
+    return mine_repositories([path], cfg)
 
 
 def mine_repositories(paths: Sequence[str | Path], cfg: GitMiningConfig) -> Iterator[Item]:
-    """Candidates of several repositories in order; all paths are checked before the first is mined."""
+    """Candidates of several repositories in order; every path and ref is checked before any is mined."""
     repos = validate_repos(paths)
-    return itertools.chain.from_iterable(_mine(repo, cfg) for repo in repos)
+    resolved = _resolve_refs(repos, cfg.refs)
+    every = [ALL_REFS] if ALL_REFS in cfg.refs else []
+    # Commit ids, not names, go to git log: what was checked is what is walked.
+    walks = [every + sorted(set(heads.values())) for heads in resolved]
+    return _mine_each(repos, walks, cfg)
+
+
+def repo_heads(repos: Sequence[str | Path], refs: Sequence[str]) -> dict[str, dict[str, str]]:
+    """For each repository path (as given) the commit of each ref, so a build can tell that history moved.
+
+    "--all" stands for every ref `git for-each-ref` lists, by full name, plus HEAD. Keys are
+    sorted. An unborn HEAD is left out, so a repository without commits maps to {} for HEAD and
+    "--all"; any other ref that names no commit raises, as mining does.
+    """
+    _check_refs(refs)
+    checked = validate_repos(repos)
+    resolved = _resolve_refs(checked, refs)
+    heads = {}
+    for given, repo, named in zip(repos, checked, resolved, strict=True):
+        every = list_refs(repo) if ALL_REFS in refs else {}
+        heads[str(given)] = dict(sorted({**every, **named}.items()))
+    return heads
 
 
 def repo_name(repo: Path) -> str:
@@ -287,10 +357,21 @@ class _Miner:
         yield from [(None, "multi_file_not_chosen")] * not_chosen
 
 
-def _mine(repo: Path, cfg: GitMiningConfig) -> Iterator[Item]:
-    if head_commit(repo) is None:
+def _mine_each(repos: list[Path], walks: list[list[str]], cfg: GitMiningConfig) -> Iterator[Item]:
+    """A generator, not a chain: closing it closes the current repository's walk and stops git."""
+    for repo, revisions in zip(repos, walks, strict=True):
+        yield from _mine(repo, revisions, cfg)
+
+
+def _mine(repo: Path, revisions: list[str], cfg: GitMiningConfig) -> Iterator[Item]:
+    if not revisions:  # only an unborn HEAD was asked for
         return
-    with BlobReader(repo) as blobs, closing(iter_commits(repo, cfg.first_parent, cfg.max_commits)) as commits:
+    # The first-parent walk keeps merges so that they are counted under merge_commit.
+    skip_merges = not (cfg.first_parent or cfg.include_merges)
+    walk = iter_commits(
+        repo, revisions, first_parent=cfg.first_parent, skip_merges=skip_merges, max_commits=cfg.max_commits
+    )
+    with BlobReader(repo) as blobs, closing(walk) as commits:
         miner = _Miner(repo, cfg, blobs)
         for commit in commits:
             yield from miner.commit_items(commit)

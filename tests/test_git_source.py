@@ -1,4 +1,4 @@
-"""Git mining: a scripted repository with one commit per case pins the kept rows and drop counts."""
+"""Git mining: scripted repositories pin the kept rows, the drop counts and which commits are walked."""
 
 from __future__ import annotations
 
@@ -11,14 +11,17 @@ from pathlib import Path
 
 import pytest
 
+from data_pipeline.config import GitOptions, SourceConfig
 from data_pipeline.git_source import (
     DROP_REASONS,
     GitMiningConfig,
     GitSourceError,
     mine_repositories,
     mine_repository,
+    repo_heads,
     validate_repos,
 )
+from data_pipeline.sources import iter_raw
 
 PROJECT = Path(__file__).resolve().parents[1]
 # Isolated from the developer's git config, with fixed identities, so commit ids are reproducible.
@@ -60,6 +63,12 @@ class Builder:
         self.day += 1
         git(self.path, "add", "-A")
         git(self.path, "commit", "-q", "-m", message, day=self.day)
+        return git(self.path, "rev-parse", "HEAD")
+
+    def merge(self, branch: str) -> str:
+        """A merge commit even where a fast-forward was possible, as a pull-request merge makes."""
+        self.day += 1
+        git(self.path, "merge", "-q", "--no-ff", "-m", f"Merge {branch}", branch, day=self.day)
         return git(self.path, "rev-parse", "HEAD")
 
 
@@ -148,8 +157,8 @@ DEFAULT_DROPS = {
     "symlink": 1,
     "deleted_file": 1,
     "submodule": 2,  # added, then bumped: never read as a blob
-    "merge_commit": 1,
 }
+FIRST_PARENT_DROPS = {**DEFAULT_DROPS, "merge_commit": 1}  # the merge is walked there, and dropped
 
 
 def test_default_config_keeps_exact_rows_and_counts_every_drop(repo: dict) -> None:
@@ -157,8 +166,9 @@ def test_default_config_keeps_exact_rows_and_counts_every_drop(repo: dict) -> No
     assert reasons == DEFAULT_DROPS
     assert set(reasons) <= set(DROP_REASONS)
     got = [(r["instruction"], json.loads(r["meta"])["new_path"], r["before"], r["after"]) for r in rows]
-    assert got == [  # newest first
+    assert got == [  # newest first; the merge is left out of the walk, the merged commit is not
         ("Tweak b on main", "b.py", "B = 3\n", "B = 4\n"),
+        ("Tweak a on feature", "a.py", "A = 3\n", "A = 4\n"),
         ("Rename and edit", "new_name.py", module(-1), module(3)),
         ("Touch three files", "b.py", "B = 2\n", "B = 3\n"),  # seed 0's choice, pinned
         ("Update b", "b.py", "B = 1\n", "B = 2\n"),
@@ -202,7 +212,7 @@ def test_multi_file_policies(repo: dict) -> None:
     assert subjects(kept_all).count("Touch three files") == 2 and "multi_file_not_chosen" not in reasons
     dropped, reasons = mine(repo["path"], multi_file="drop")
     assert "Touch three files" not in subjects(dropped) and reasons["multi_file_dropped"] == 2
-    assert len(dropped) == 4  # single-file commits only; a rename is one changed path
+    assert len(dropped) == 5  # single-file commits only; a rename is one changed path
 
     def choice(seed: int) -> str:
         rows, _ = mine(repo["path"], seed=seed)
@@ -216,10 +226,10 @@ def test_multi_file_policies(repo: dict) -> None:
 
 
 def test_first_parent_and_merges(repo: dict) -> None:
-    rows, reasons = mine(repo["path"], first_parent=False)
-    assert "Tweak a on feature" in [r["instruction"] for r in rows]
-    assert len(rows) == 6 and reasons == DEFAULT_DROPS
-    rows, reasons = mine(repo["path"], include_merges=True)
+    rows, reasons = mine(repo["path"], first_parent=True)
+    assert "Tweak a on feature" not in [r["instruction"] for r in rows]
+    assert len(rows) == 5 and reasons == FIRST_PARENT_DROPS
+    rows, reasons = mine(repo["path"], first_parent=True, include_merges=True)
     merge = next(r for r in rows if r["instruction"] == "Merge feature")
     assert (merge["before"], merge["after"]) == ("A = 3\n", "A = 4\n")  # against the first parent
     assert merge["id"] == f"repo:{repo['sha']['Merge feature']}:a.py"
@@ -276,9 +286,9 @@ def test_bad_paths_fail_before_any_work(repo: dict, tmp_path: Path) -> None:
 
 
 def _candidate_count(path: Path) -> int:
-    """Candidates counted independently from `git log --raw` (first parent, renames, root diff)."""
+    """Candidates counted independently from `git log --raw` (no merges, renames, root diff)."""
     # The developer's own git config (safe.directory in CI containers) applies to this checkout.
-    cmd = ["git", "-C", str(path), "log", "--first-parent", "-M", "--root", "--diff-merges=first-parent"]
+    cmd = ["git", "-C", str(path), "log", "--no-merges", "-M", "--root"]
     out = subprocess.run([*cmd, "--raw", "--format="], check=True, capture_output=True, text=True).stdout
     count = 0
     for line in filter(None, out.splitlines()):
@@ -306,3 +316,146 @@ def test_mines_this_projects_history() -> None:
     assert all(row["before"] != row["after"] for row in rows)
     assert len({row["id"] for row in rows}) == len(rows)
     assert len(items) == _candidate_count(PROJECT)  # input = kept + sum(dropped)
+
+
+MAINLINE = ("Tune core", "Speed up util", "Document util", "Rename helper in util")
+BRANCHES = ("Add retry to app", "Handle timeout in app", "Validate input in core")
+UNMERGED = "Try a cache in core"
+
+
+@pytest.fixture(scope="module")
+def flow(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A pull-request history: two branches merged with --no-ff, a fast-forward, an unmerged branch."""
+    b = Builder(tmp_path_factory.mktemp("flow") / "flow")
+    sha = {
+        "Create app": b.commit(
+            "Create app", {"app.py": "A = 0\n", "core.py": "C = 0\n", "util.py": "U = 0\n"}
+        )
+    }
+    sha["Tune core"] = b.commit("Tune core", {"core.py": "C = 1\n"})
+    git(b.path, "checkout", "-q", "-b", "feat-a")
+    sha["Add retry to app"] = b.commit("Add retry to app", {"app.py": "A = 1\n"})
+    sha["Handle timeout in app"] = b.commit("Handle timeout in app", {"app.py": "A = 2\n"})
+    git(b.path, "checkout", "-q", "main")
+    sha["Speed up util"] = b.commit("Speed up util", {"util.py": "U = 1\n"})
+    sha["Merge feat-a"] = b.merge("feat-a")
+    git(b.path, "checkout", "-q", "-b", "feat-b")
+    sha["Validate input in core"] = b.commit("Validate input in core", {"core.py": "C = 2\n"})
+    git(b.path, "checkout", "-q", "main")
+    sha["Document util"] = b.commit("Document util", {"util.py": '"""Helpers."""\nU = 1\n'})
+    sha["Merge feat-b"] = b.merge("feat-b")
+    git(b.path, "checkout", "-q", "-b", "feat-c")
+    sha["Rename helper in util"] = b.commit("Rename helper in util", {"util.py": '"""Helpers."""\nV = 1\n'})
+    git(b.path, "checkout", "-q", "main")
+    git(b.path, "merge", "-q", "--ff-only", "feat-c")  # no merge commit
+    git(b.path, "checkout", "-q", "-b", "wip")
+    sha[UNMERGED] = b.commit(UNMERGED, {"core.py": "C = 3\n"})
+    git(b.path, "checkout", "-q", "main")
+    git(b.path, "tag", "-a", "v1", "-m", "Release 1", sha["Merge feat-a"], day=b.day)
+    return {"path": b.path, "sha": sha}
+
+
+def commits(rows: list[dict]) -> set[str]:
+    return {json.loads(r["meta"])["commit"] for r in rows}
+
+
+def shas(flow: dict, *subjects: str) -> set[str]:
+    return {flow["sha"][s] for s in subjects}
+
+
+def test_default_walk_mines_every_non_merge_commit_once(flow: dict) -> None:
+    rows, reasons = mine(flow["path"])
+    assert commits(rows) == shas(flow, *MAINLINE, *BRANCHES)
+    assert len(rows) == len(MAINLINE) + len(BRANCHES)  # one edit each: merges add no second copy
+    assert reasons == {"added_file": 3}  # the root commit; merges are not candidates at all
+
+
+def test_first_parent_walks_only_the_mainline(flow: dict) -> None:
+    rows, reasons = mine(flow["path"], first_parent=True)
+    assert commits(rows) == shas(flow, *MAINLINE)
+    assert reasons == {"added_file": 3, "merge_commit": 2}
+
+
+def test_include_merges_adds_each_merge_against_its_first_parent(flow: dict) -> None:
+    rows, _ = mine(flow["path"], include_merges=True)
+    assert commits(rows) == shas(flow, *MAINLINE, *BRANCHES, "Merge feat-a", "Merge feat-b")
+    merge = next(r for r in rows if r["instruction"] == "Merge feat-a")
+    assert (merge["before"], merge["after"]) == ("A = 0\n", "A = 2\n")  # the branch's two edits as one
+
+
+@pytest.mark.parametrize("refs", [["--all"], ["HEAD", "wip"], ["wip"]])
+def test_more_refs_reach_the_unmerged_branch(flow: dict, refs: list[str]) -> None:
+    rows, reasons = mine(flow["path"], refs=refs)
+    assert commits(rows) == shas(flow, *MAINLINE, *BRANCHES, UNMERGED)
+    assert reasons == {"added_file": 3}
+
+
+def test_refs_may_be_tags_and_commit_ids(flow: dict) -> None:
+    rows, _ = mine(flow["path"], refs=["v1"])  # an annotated tag on the first merge
+    assert commits(rows) == shas(
+        flow, "Tune core", "Speed up util", "Add retry to app", "Handle timeout in app"
+    )
+    rows, _ = mine(flow["path"], refs=[flow["sha"]["Speed up util"]])
+    assert commits(rows) == shas(flow, "Tune core", "Speed up util")
+
+
+def test_a_bad_ref_fails_before_any_work(flow: dict, repo: dict) -> None:
+    path = flow["path"].resolve()
+    with pytest.raises(GitSourceError) as err:
+        mine_repository(path, GitMiningConfig(refs=["HEAD", "no-such-branch"]))  # on the call
+    assert str(err.value) == f"{path}: ref 'no-such-branch' does not name a commit"
+    with pytest.raises(GitSourceError) as err:
+        mine_repositories([repo["path"], path], GitMiningConfig(refs=["wip"]))
+    assert str(repo["path"].resolve()) in str(err.value) and str(path) not in str(err.value)
+    with pytest.raises(GitSourceError, match="main..wip"):
+        mine_repository(path, GitMiningConfig(refs=["main..wip"]))  # a range is not one revision
+    for bad in ([], [""], ["--no-merges"], "HEAD"):
+        with pytest.raises(ValueError, match="refs"):
+            GitMiningConfig(refs=bad)
+
+
+def test_repo_heads(flow: dict, tmp_path: Path) -> None:
+    path, sha = flow["path"], flow["sha"]
+    tip = sha["Rename helper in util"]
+    assert repo_heads([str(path)], ["HEAD", "wip", "v1"]) == {
+        str(path): {"HEAD": tip, "v1": sha["Merge feat-a"], "wip": sha[UNMERGED]}  # v1 peeled
+    }
+    assert repo_heads([path], ["--all"]) == {
+        str(path): {
+            "HEAD": tip,
+            "refs/heads/feat-a": sha["Handle timeout in app"],
+            "refs/heads/feat-b": sha["Validate input in core"],
+            "refs/heads/feat-c": tip,
+            "refs/heads/main": tip,
+            "refs/heads/wip": sha[UNMERGED],
+            "refs/tags/v1": sha["Merge feat-a"],
+        }
+    }
+    with pytest.raises(GitSourceError, match="nope"):
+        repo_heads([path], ["nope"])
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(path), str(clone))
+    before = repo_heads([clone], ["HEAD", "--all"])
+    assert before == repo_heads([clone], ["HEAD", "--all"])  # cheap to call twice, same answer
+    (clone / "app.py").write_text("A = 3\n")
+    git(clone, "commit", "-q", "-am", "Log retries", day=28)
+    after = repo_heads([clone], ["HEAD", "--all"])[str(clone)]
+    assert after["HEAD"] == git(clone, "rev-parse", "HEAD") != before[str(clone)]["HEAD"]
+    assert after["refs/heads/main"] == after["HEAD"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q")
+    assert repo_heads([empty], ["HEAD", "--all"]) == {str(empty): {}}
+    assert list(mine_repository(empty, GitMiningConfig(refs=["HEAD", "--all"]))) == []
+
+
+def test_source_config_walks_the_configured_refs(flow: dict) -> None:
+    def mined(git_options: GitOptions) -> tuple[set[str], int]:
+        items = list(iter_raw(SourceConfig(kind="git", repos=[str(flow["path"])], git=git_options)))
+        return commits([raw for raw, _ in items if raw is not None]), sum(raw is None for raw, _ in items)
+
+    assert mined(GitOptions()) == (shas(flow, *MAINLINE, *BRANCHES), 3)
+    assert mined(GitOptions(refs=["HEAD", "wip"])) == (shas(flow, *MAINLINE, *BRANCHES, UNMERGED), 3)
+    assert mined(GitOptions(first_parent=True)) == (shas(flow, *MAINLINE), 5)
+    with pytest.raises(GitSourceError, match="no-such-branch"):
+        mined(GitOptions(refs=["no-such-branch"]))
