@@ -13,6 +13,9 @@ from importlib.metadata import version
 # odd a. It matches our 64-bit shingle hashes; "affine32" would truncate them and "legacy"
 # is biased on large sets.
 SCHEME = "affine64"
+# "code": word runs and single punctuation characters, case kept (`core.shingles`).
+# "words": the pieces between non-word characters, as the reference MinHash dedup tools split.
+TOKENS = ("code", "words")
 
 
 @functools.cache
@@ -37,12 +40,17 @@ class MinHashConfig:
     # exact_check, so pairs at the threshold are nearly always candidates (recall) and the
     # exact check removes the extra candidates (precision).
     candidate_threshold: float | None = None
+    # What a shingle is made of (see TOKENS); lowercase lower-cases the text before tokenizing.
+    tokens: str = "code"
+    lowercase: bool = False
 
     def __post_init__(self) -> None:
         if self.scheme != SCHEME:
             raise ValueError(
                 f"scheme={self.scheme!r} is not supported: shingle hashes are 64-bit, use scheme={SCHEME!r}"
             )
+        if self.tokens not in TOKENS:
+            raise ValueError(f"tokens={self.tokens!r} is not supported: choose one of {TOKENS}")
         if self.num_perm < 2 or self.ngram < 1 or not 0.0 < self.threshold <= 1.0:
             raise ValueError(
                 f"need num_perm >= 2, ngram >= 1 and 0 < threshold <= 1, got {self.num_perm}, "

@@ -1,8 +1,19 @@
-"""Code shingles for MinHash: the tokens, windows and hashes the data pipeline's MinHash uses.
+r"""Shingles for MinHash: the tokens, windows and hashes the data pipeline's MinHash uses.
 
 Pure Python (plus xxhash), so evaluation's audit computes the same signatures through
 datasketch (`datasketch.MinHash(..., hashfunc=shingle_hash).update_batch(shingles(text, n))`)
 that the pipeline's numba kernel computes in bulk (`data_pipeline/minhash.py`).
+
+Two tokenizations (`MinHashConfig.tokens`):
+
+- ``"code"`` (default): word runs (ASCII letters, digits, ``_`` and any non-ASCII character)
+  and single punctuation characters; whitespace only separates.
+- ``"words"``: ``re.split(r"\W", text)``, the split of ChenghaoMou/text-dedup's MinHash as
+  forked by cassanof/code-dedup, the tool EditPackFT was deduplicated with: every non-word
+  character (Unicode ``\W``) ends a token and is dropped, so consecutive ones leave empty
+  tokens, which are kept as tokens (see docs/dedup.md).
+
+``lowercase`` lower-cases the whole text first (``str.lower``).
 """
 
 from __future__ import annotations
@@ -13,20 +24,31 @@ from collections.abc import Sequence
 
 import xxhash
 
+from core.minhash_config import TOKENS
+
 _TOKEN_RE = re.compile(r"[A-Za-z0-9_\u0080-\U0010FFFF]+|[^ \t\n\r\f\v]")
+_NON_WORD = re.compile(r"\W")
 
 
-def tokenize(text: str) -> list[str]:
-    """Code tokens: word runs and single punctuation characters (reference implementation)."""
-    return _TOKEN_RE.findall(text)
+def tokenize(text: str, *, tokens: str = "code", lowercase: bool = False) -> list[str]:
+    """The tokens of ``text`` (reference implementation of the kernel's tokenizers)."""
+    if lowercase:
+        text = text.lower()
+    if tokens == "code":
+        return _TOKEN_RE.findall(text)
+    if tokens == "words":
+        return _NON_WORD.split(text)
+    raise ValueError(f"tokens={tokens!r} is not supported: choose one of {TOKENS}")
 
 
-def shingles(text: str, ngram: int) -> list[tuple[str, ...]]:
+def shingles(
+    text: str, ngram: int, *, tokens: str = "code", lowercase: bool = False
+) -> list[tuple[str, ...]]:
     """The ``ngram``-token windows of ``text``, or its whole token sequence when shorter."""
-    tokens = tokenize(text)
-    if len(tokens) < ngram:
-        return [tuple(tokens)]
-    return [tuple(tokens[i : i + ngram]) for i in range(len(tokens) - ngram + 1)]
+    seq = tokenize(text, tokens=tokens, lowercase=lowercase)
+    if len(seq) < ngram:
+        return [tuple(seq)]
+    return [tuple(seq[i : i + ngram]) for i in range(len(seq) - ngram + 1)]
 
 
 def shingle_hash(shingle: Sequence[str]) -> int:

@@ -1,10 +1,13 @@
-"""MinHash signatures of code, datasketch-compatible and fast enough for millions of files.
+r"""MinHash signatures of code, datasketch-compatible and fast enough for millions of files.
 
 A document becomes a set of shingles, and each shingle one 64-bit hash:
 
-- **Tokens** are runs of word characters (ASCII letters, digits, ``_`` and any non-ASCII
-  character) and single ASCII punctuation characters; ASCII whitespace only separates.
-  Punctuation and numbers are kept: in code they carry meaning (``a[i] = 0`` vs ``a(i) == 0``).
+- **Tokens** (``tokens="code"``, the default) are runs of word characters (ASCII letters,
+  digits, ``_`` and any non-ASCII character) and single ASCII punctuation characters; ASCII
+  whitespace only separates. Punctuation and numbers are kept: in code they carry meaning
+  (``a[i] = 0`` vs ``a(i) == 0``). ``tokens="words"`` reproduces the reference dedup tools'
+  ``re.split(r"\W", text)`` instead, empty pieces included; ``lowercase`` lower-cases the text
+  first. Both are defined by `core.shingles.tokenize`.
 - **Shingles** are the ``ngram``-token windows. A document with fewer tokens than ``ngram``
   (including an empty one) has one shingle, its whole token sequence, so short documents
   that differ do not share a signature, and only identical token sequences collide.
@@ -12,14 +15,16 @@ A document becomes a set of shingles, and each shingle one 64-bit hash:
   ``xxh64`` digests (seed 0) of the shingle's UTF-8 tokens; see :func:`shingle_hash`.
 
 The signature is exactly what ``datasketch.MinHash(num_perm, seed=seed, scheme=scheme,
-hashfunc=shingle_hash)`` gives after ``update_batch(shingles(text, ngram))``. The fast path
-computes it in one numba kernel per batch: it hashes every token once, combines token
-hashes into shingle hashes, and applies datasketch's own permutations.
+hashfunc=shingle_hash)`` gives after ``update_batch(shingles(text, ngram, tokens=tokens,
+lowercase=lowercase))``. The fast path computes it in one numba kernel per batch: it hashes
+every token once, combines token hashes into shingle hashes, and applies datasketch's own
+permutations.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 
 import datasketch
@@ -39,8 +44,24 @@ def _permutations(num_perm: int, seed: int, scheme: str) -> tuple[np.ndarray, np
     return np.ascontiguousarray(a, dtype=np.uint64), np.ascontiguousarray(b, dtype=np.uint64)
 
 
-def _encode(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+# Non-ASCII characters that "words" splits on. Separators never reach a token, so any one
+# ASCII separator can stand in for them, and the kernel then only classifies ASCII bytes.
+_NON_ASCII_NON_WORD = re.compile(r"[^\w\x00-\x7f]")
+
+
+def _prepare(text: str, tokens: str, lowercase: bool) -> str:
+    """The text the kernel tokenizes: what `tokenize` does in Python besides splitting."""
+    if lowercase:
+        text = text.lower()
+    if tokens == "words" and not text.isascii():
+        text = _NON_ASCII_NON_WORD.sub(" ", text)
+    return text
+
+
+def _encode(texts: Sequence[str], tokens: str, lowercase: bool) -> tuple[np.ndarray, np.ndarray]:
     """All texts as one UTF-8 buffer plus offsets, so one kernel call covers the batch."""
+    if tokens != "code" or lowercase:
+        texts = [_prepare(t, tokens, lowercase) for t in texts]
     encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum([len(e) for e in encoded], out=offsets[1:])
@@ -53,17 +74,22 @@ def minhash_signatures(texts: Sequence[str], cfg: MinHashConfig) -> np.ndarray:
     Each row depends only on its own text, so any split into batches (``datasets.map``,
     Ray ``map_batches``) gives the same rows.
     """
-    buf, offsets = _encode(texts)
+    buf, offsets = _encode(texts, cfg.tokens, cfg.lowercase)
     a, b = _permutations(cfg.num_perm, cfg.seed, cfg.scheme)
     out = np.empty((len(texts), cfg.num_perm), dtype=np.uint64)
-    _signatures_kernel(buf, offsets, cfg.ngram, a, b, out)
+    _signatures_kernel(buf, offsets, cfg.ngram, cfg.tokens == "words", a, b, out)
     return out
 
 
-def shingle_sets(texts: Sequence[str], ngram: int) -> list[np.ndarray]:
-    """Sorted unique shingle hashes of each text, for exact Jaccard checks."""
-    buf, offsets = _encode(texts)
-    hashes, bounds = _shingle_hashes_kernel(buf, offsets, ngram)
+def shingle_sets(
+    texts: Sequence[str], ngram: int, *, tokens: str = "code", lowercase: bool = False
+) -> list[np.ndarray]:
+    """Sorted unique shingle hashes of each text, for exact Jaccard checks.
+
+    ``tokens`` and ``lowercase`` must be those of the signatures' `MinHashConfig`.
+    """
+    buf, offsets = _encode(texts, tokens, lowercase)
+    hashes, bounds = _shingle_hashes_kernel(buf, offsets, ngram, tokens == "words")
     return [np.unique(hashes[bounds[i] : bounds[i + 1]]) for i in range(len(texts))]
 
 
@@ -85,6 +111,8 @@ _CLASS[[ord(c) for c in " \t\n\r\f\v"]] = 0
 _CLASS[
     [ord(c) for c in "_0123456789"] + list(range(65, 91)) + list(range(97, 123)) + list(range(128, 256))
 ] = 1
+# Byte classes of tokens="words": 0 separator, 1 word byte (non-ASCII bytes: see _prepare).
+_WORD_CLASS = (_CLASS == 1).astype(np.uint8)
 
 
 @njit(inline="always")
@@ -153,7 +181,7 @@ def _xxh64_bytes(buf, start, end):
 
 
 @njit(cache=True)
-def _xxh64_words(words, start, count):
+def xxh64_words(words, start, count):
     """xxh64, seed 0, of words[start:start+count] packed as little-endian bytes."""
     p, end = start, start + count
     if count >= 4:
@@ -176,8 +204,8 @@ def _xxh64_words(words, start, count):
 
 
 @njit(cache=True)
-def _doc_shingles(buf, start, end, ngram, tokens, out):
-    """Write the shingle hashes of buf[start:end] into out; return how many."""
+def _code_tokens(buf, start, end, tokens):
+    """Write the token hashes of buf[start:end] (tokens="code") into tokens; return how many."""
     ntok = 0
     p = start
     while p < end:
@@ -192,16 +220,37 @@ def _doc_shingles(buf, start, end, ngram, tokens, out):
         tokens[ntok] = _xxh64_bytes(buf, p, q)
         ntok += 1
         p = q
+    return ntok
+
+
+@njit(cache=True)
+def _word_tokens(buf, start, end, tokens):
+    """As `_code_tokens` for tokens="words": the pieces around each separator, empty ones too."""
+    ntok = 0
+    s = start
+    for p in range(start, end):
+        if _WORD_CLASS[buf[p]] == 0:
+            tokens[ntok] = _xxh64_bytes(buf, s, p)
+            ntok += 1
+            s = p + 1
+    tokens[ntok] = _xxh64_bytes(buf, s, end)
+    return ntok + 1
+
+
+@njit(cache=True)
+def _doc_shingles(buf, start, end, ngram, words, tokens, out):
+    """Write the shingle hashes of buf[start:end] into out; return how many."""
+    ntok = _word_tokens(buf, start, end, tokens) if words else _code_tokens(buf, start, end, tokens)
     if ntok < ngram:
-        out[0] = _xxh64_words(tokens, 0, ntok)
+        out[0] = xxh64_words(tokens, 0, ntok)
         return 1
     for i in range(ntok - ngram + 1):
-        out[i] = _xxh64_words(tokens, i, ngram)
+        out[i] = xxh64_words(tokens, i, ngram)
     return ntok - ngram + 1
 
 
 @njit(cache=True)
-def _signatures_kernel(buf, offsets, ngram, a, b, out):
+def _signatures_kernel(buf, offsets, ngram, words, a, b, out):
     num_perm = a.shape[0]
     longest = 0
     for d in range(offsets.shape[0] - 1):
@@ -210,7 +259,7 @@ def _signatures_kernel(buf, offsets, ngram, a, b, out):
     hashes = np.empty(longest + 1, dtype=np.uint64)
     mins = np.empty(num_perm, dtype=np.uint64)
     for d in range(offsets.shape[0] - 1):
-        n = _doc_shingles(buf, offsets[d], offsets[d + 1], ngram, tokens, hashes)
+        n = _doc_shingles(buf, offsets[d], offsets[d + 1], ngram, words, tokens, hashes)
         mins[:] = _MAX
         for i in range(n):
             # datasketch affine64: fmix64 pre-mix, then a*h+b mod 2^64 per permutation.
@@ -224,13 +273,13 @@ def _signatures_kernel(buf, offsets, ngram, a, b, out):
 
 
 @njit(cache=True)
-def _shingle_hashes_kernel(buf, offsets, ngram):
+def _shingle_hashes_kernel(buf, offsets, ngram, words):
     ndocs = offsets.shape[0] - 1
     bounds = np.zeros(ndocs + 1, dtype=np.int64)
     tokens = np.empty(buf.shape[0] + 1, dtype=np.uint64)
     hashes = np.empty(buf.shape[0] + ndocs, dtype=np.uint64)
     for d in range(ndocs):
         start = bounds[d]
-        n = _doc_shingles(buf, offsets[d], offsets[d + 1], ngram, tokens, hashes[start:])
+        n = _doc_shingles(buf, offsets[d], offsets[d + 1], ngram, words, tokens, hashes[start:])
         bounds[d + 1] = start + n
     return hashes[: bounds[ndocs]], bounds
