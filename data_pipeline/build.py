@@ -36,10 +36,18 @@ def preflight(cfg: BuildConfig) -> None:
 
 def build(cfg: BuildConfig, resolved: dict[str, Any]) -> None:
     from data_pipeline.pipeline import run_pipeline
+    from data_pipeline.stages import top_reasons
 
     manifest = run_pipeline(cfg)
     summary = {k: manifest[k] for k in ("input", "kept", "dropped")}
     log.info("wrote %s: %s", cfg.out, json.dumps(summary))
+    if not manifest["kept"]:
+        log.warning(
+            "%s is empty: the pipeline dropped all %d rows (%s); loosen pipeline.filters or check the input",
+            cfg.out,
+            manifest["input"],
+            top_reasons(manifest["dropped"]),
+        )
     if "stats" in manifest:
         from data_pipeline.stats import markdown_table
 

@@ -2,12 +2,15 @@
 
 Sources hand us rows with other column names (CommitPackFT: old_contents, new_contents,
 subject, message, ...), fields that may be None, bytes that may not decode, binary blobs
-or enormous files. `normalize_row` maps and checks one row; it never raises on bad data.
+or enormous files, and JSON accepts what Arrow cannot store (a lone surrogate such as
+"\\ud800", a `meta` that is a number or a list). `normalize_row` maps and checks one row; it
+never raises on bad data.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +22,7 @@ COMMITPACKFT_COLUMNS = {
     "subject": "instruction",
     "commit": "commit",
 }
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def _text(value: Any, max_bytes: int) -> tuple[str | None, str]:
@@ -72,9 +76,33 @@ def normalize_row(
     row["lang"] = str(mapped.get("lang") or lang).lower()
     row["source"] = str(mapped.get("source") or source)
     extra = {k: v for k, v in mapped.items() if k not in (*CONTRACT, "commit") and _jsonable(v)}
-    meta = mapped.get("meta")
-    row["meta"] = meta if isinstance(meta, str) else json.dumps({**(meta or {}), **extra}, sort_keys=True)
+    meta = _meta(mapped.get("meta"), extra)
+    if meta is None:
+        return None, "bad_meta"
+    row["meta"] = meta
+    if any(_has_lone_surrogate(row[field]) for field in CONTRACT):
+        return None, "lone_surrogate"
     return row, ""
+
+
+def _meta(meta: Any, extra: dict[str, Any]) -> str | None:
+    """`meta` as JSON object text, or None: a number, a list or unserialisable values are no object."""
+    if isinstance(meta, str):
+        try:
+            return meta if isinstance(json.loads(meta), dict) else None
+        except (json.JSONDecodeError, RecursionError):
+            return None
+    if meta is not None and not isinstance(meta, Mapping):
+        return None
+    try:  # ASCII output: surrogates and other odd characters become escapes Arrow can store
+        return json.dumps({**(meta or {}), **extra}, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def _has_lone_surrogate(text: str) -> bool:
+    """JSON decodes "\\ud800" into a str that UTF-8, and so Arrow, cannot encode."""
+    return not text.isascii() and _SURROGATE.search(text) is not None
 
 
 def _jsonable(value: Any) -> bool:

@@ -2,21 +2,34 @@
 
 `iter_raw(cfg)` yields `(raw, "")` or `(None, reason)` one source row at a time, so a
 broken JSON line, an undecodable file or a bad commit is counted and skipped, never fatal.
-Hub datasets stream by default; local files are read in bounded chunks.
+A file that breaks part-way (a damaged parquet row group, garbage under a data suffix, an
+I/O error) keeps the rows read before the damage and counts as one `corrupt_file`, with a
+warning naming it; only a path named in `source.paths` that yields nothing at all is a
+`UserError`. A folder named like a data file (`x.jsonl/`) is searched, not read. Hub
+datasets stream by default; local files are read in bounded chunks.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
+from core.errors import UserError
 from core.hub import HUB_PREFIX, load_hub_dataset
 from data_pipeline.config import SourceConfig
 from data_pipeline.normalize import COMMITPACKFT_COLUMNS, normalize_row
 
 Raw = tuple[dict[str, Any] | None, str]
+Reader = Callable[[Path], Iterator[Raw]]
+CORRUPT_FILE = "corrupt_file"
+# What reading a damaged file raises part-way: I/O errors, bad bytes, and pyarrow's own errors.
+_DAMAGE = (OSError, ValueError, pa.ArrowException)
+log = logging.getLogger(__name__)
 
 
 def _jsonl(path: Path) -> Iterator[Raw]:
@@ -35,14 +48,16 @@ def _jsonl(path: Path) -> Iterator[Raw]:
 def _parquet(path: Path) -> Iterator[Raw]:
     import pyarrow.parquet as pq
 
-    for batch in pq.ParquetFile(str(path)).iter_batches(batch_size=1024):
-        yield from ((row, "") for row in batch.to_pylist())
+    file = pq.ParquetFile(str(path))
+    for group in range(file.num_row_groups):  # one at a time: a damaged group loses no earlier rows
+        for batch in file.iter_batches(batch_size=1024, row_groups=[group]):
+            yield from ((row, "") for row in batch.to_pylist())
 
 
 def _json(path: Path) -> Iterator[Raw]:
     try:
         records = json.loads(path.read_bytes())
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         yield None, "broken_json"
         return
     for record in records if isinstance(records, list) else [records]:
@@ -52,31 +67,83 @@ def _json(path: Path) -> Iterator[Raw]:
 _READERS = {".jsonl": _jsonl, ".json": _json, ".parquet": _parquet}
 
 
+def data_files(root: Path) -> list[Path]:
+    """What a `files` source reads at `root`: the path itself, or a folder's data files at any depth, sorted."""
+    if not root.is_dir():
+        return [root]
+    return sorted(p for p in root.rglob("*") if p.suffix in _READERS and p.is_file())
+
+
+def is_saved_dataset(root: Path) -> bool:
+    return (root / "state.json").exists() or (root / "dataset_dict.json").exists()
+
+
+def source_files(cfg: SourceConfig) -> list[Path]:
+    """Every file a files or disk source reads, in reading order; hub and git sources read none."""
+    if cfg.kind not in ("files", "disk"):
+        return []
+    files: list[Path] = []
+    for root in map(Path, cfg.paths):
+        if cfg.kind == "disk" and is_saved_dataset(root):
+            files += sorted(p for p in root.rglob("*") if p.is_file())
+        else:
+            files += data_files(root)
+    return files
+
+
+def _read(path: Path, reader: Reader, named: bool) -> Iterator[Raw]:
+    """`reader`'s rows; damage part-way is one `corrupt_file` after the rows read before it.
+
+    A path named in `source.paths` that yields nothing before it fails is the user's mistake.
+    """
+    read = 0
+    try:
+        for item in reader(path):
+            read += 1
+            yield item
+    except _DAMAGE as err:
+        why = _why(err)
+        if named and not read:
+            raise UserError(f"source.paths: cannot read {path} ({why}); repair or replace it") from err
+        log.warning("%s: unreadable after %d rows (%s); counted as source:%s", path, read, why, CORRUPT_FILE)
+        yield None, CORRUPT_FILE
+
+
+def _why(err: Exception) -> str:
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text.splitlines()[0][:200]}" if text else type(err).__name__
+
+
 def _files(paths: list[str]) -> Iterator[Raw]:
-    for root in paths:
-        root_path = Path(root)
-        files = (
-            sorted(p for p in root_path.rglob("*") if p.suffix in _READERS)
-            if root_path.is_dir()
-            else [root_path]
-        )
-        for path in files:
+    for root in map(Path, paths):
+        for path in data_files(root):
             reader = _READERS.get(path.suffix)
             if reader is None:
-                raise ValueError(f"{path}: unsupported file type; use jsonl, json or parquet")
-            yield from reader(path)
+                raise UserError(
+                    f"source.paths: {path} is not a .jsonl, .json or .parquet file; rename it or pass its folder"
+                )
+            yield from _read(path, reader, named=path == root)
+
+
+def _saved(root: Path) -> Iterator[Raw]:
+    import datasets
+
+    ds = datasets.load_from_disk(str(root))
+    if isinstance(ds, datasets.DatasetDict):
+        if "train" not in ds:
+            raise UserError(
+                f"source.paths: {root} has no train split ({sorted(ds)}); pass one split's folder"
+            )
+        ds = ds["train"]
+    yield from ((row, "") for row in ds)
 
 
 def _disk(paths: list[str]) -> Iterator[Raw]:
-    import datasets
-
-    for root in paths:
-        if (Path(root) / "state.json").exists() or (Path(root) / "dataset_dict.json").exists():
-            ds = datasets.load_from_disk(root)
-            ds = ds["train"] if isinstance(ds, datasets.DatasetDict) else ds
-            yield from ((row, "") for row in ds)
+    for root in map(Path, paths):
+        if is_saved_dataset(root):
+            yield from _read(root, _saved, named=True)
         else:
-            yield from _files([root])
+            yield from _files([str(root)])
 
 
 def _hub(cfg: SourceConfig) -> Iterator[Raw]:
@@ -90,6 +157,7 @@ def _git(cfg: SourceConfig) -> Iterator[Raw]:
 
     g = cfg.git
     mining = GitMiningConfig(
+        refs=tuple(g.refs),
         first_parent=g.first_parent,
         multi_file=g.multi_file,
         extensions=tuple(g.extensions),
@@ -118,6 +186,15 @@ def source_label(cfg: SourceConfig) -> str:
     if cfg.kind == "hub":
         return f"{cfg.name}/{cfg.subset}" if cfg.subset else str(cfg.name)
     return cfg.kind
+
+
+def describe_source(cfg: SourceConfig) -> str:
+    """The source as the user configured it, for error messages."""
+    if cfg.kind == "hub":
+        return f"hub dataset {source_label(cfg)} (split {cfg.split})"
+    if cfg.kind == "git":
+        return f"source.repos={list(cfg.repos)}"
+    return f"source.paths={list(cfg.paths)}"
 
 
 def iter_records(cfg: SourceConfig) -> Iterator[tuple[dict | None, str]]:

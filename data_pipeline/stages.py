@@ -2,23 +2,34 @@
 
 A stage writes `out/.stages/NN-name/` (a `save_to_disk` folder plus `stage.json`) into a
 temporary folder first and renames it into place, so a killed run leaves either a complete
-stage or none. A stage is reused only when its config fingerprint matches; a run started
-again after a crash therefore skips the finished stages and redoes the rest.
+stage or none. A stage is reused only when its fingerprint (its config, chained after the
+input's identity and every earlier stage's) matches; a run started again after a crash
+therefore skips the finished stages and redoes the rest.
+
+One build at a time writes into an `out` folder: `claim_output` takes an exclusive lock on
+`out/.lock` and then removes the temporaries a killed run left behind.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from datasets import Dataset, load_from_disk
+from datasets import Dataset, Features, load_from_disk
+
+from core.errors import UserError
+
+LOCK_FILE = ".lock"
+STAGES_DIR = ".stages"
 
 
 @dataclass
@@ -40,16 +51,77 @@ def fingerprint(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def top_reasons(dropped: dict[str, int], n: int = 3) -> str:
+    """The largest drop counts as "12 bad_meta, 3 broken_json", for one-line messages."""
+    return ", ".join(f"{count} {reason}" for reason, count in Counter(dropped).most_common(n)) or "none"
+
+
 def split_by_reason(ds: Dataset, column: str = "drop_reason") -> tuple[Dataset, dict[str, int]]:
     """Rows whose `column` is empty, and the count of every other value; the column is removed."""
+    if column not in ds.column_names:  # `map` never calls the function on an empty table
+        return ds, {}
     reasons = Counter(r for r in ds[column] if r)
     kept = ds.filter(lambda r: not r, input_columns=column) if reasons else ds
     return kept.remove_columns(column), dict(sorted(reasons.items()))
 
 
+def write_rows(rows: Iterable[dict[str, Any]], features: Features, path: Path) -> Dataset:
+    """Stream rows into an Arrow file and memory-map it, so memory stays flat however many come."""
+    from datasets.arrow_writer import ArrowWriter
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with ArrowWriter(features=features, path=str(path)) as writer:
+        for row in rows:
+            writer.write(row)
+        writer.finalize()
+    return Dataset.from_file(str(path))
+
+
+def save_rows(ds: Dataset, folder: Path) -> None:
+    """`save_to_disk` that `load_from_disk` can read back at 0 rows (it would write no shard at all)."""
+    ds.save_to_disk(str(folder), num_shards=None if len(ds) else 1)
+
+
+class OutputLock:
+    """An exclusive `flock` on `out/.lock`: two builds writing into one folder would corrupt it.
+
+    Released by `release()` (run_pipeline does so in a `finally`) or when the process ends.
+    """
+
+    def __init__(self, out: Path):
+        self._fd = -1
+        out.mkdir(parents=True, exist_ok=True)
+        fd = os.open(out / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip()
+            os.close(fd)
+            who = f"another build (pid {holder})" if holder.isdigit() else "another build"
+            raise UserError(
+                f"out={out}: {who} is writing into this folder; wait for it to finish or choose another out="
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def claim_output(out: Path) -> OutputLock:
+    """Lock `out` for this build; then every temporary in it is a killed run's leftover: remove them."""
+    lock = OutputLock(out)
+    for leftover in [*out.glob(".output.tmp-*"), *(out / STAGES_DIR).glob("*.tmp-*")]:
+        shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
+    return lock
+
+
 class StageStore:
     def __init__(self, out: Path):
-        self.root = out / ".stages"
+        self.root = out / STAGES_DIR
         self.root.mkdir(parents=True, exist_ok=True)
 
     def _dir(self, index: int, name: str) -> Path:
@@ -69,7 +141,7 @@ class StageStore:
         result.check()
         final = self._dir(index, name)
         tmp = final.with_name(f"{final.name}.tmp-{os.getpid()}-{time.monotonic_ns()}")
-        ds.save_to_disk(str(tmp / "rows"))
+        save_rows(ds, tmp / "rows")
         (tmp / "stage.json").write_text(json.dumps({"key": key, "result": asdict(result)}, indent=2))
         if final.exists():
             shutil.rmtree(final)

@@ -1,0 +1,87 @@
+"""Resume follows the input: a changed file reruns the stages, an unchanged one reuses them all."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import REPO
+from test_bad_input import build, good_row, jsonl
+
+from data_pipeline.config import SourceConfig
+from data_pipeline.input_identity import identity_summary, input_identity
+from data_pipeline.stages import OutputLock
+
+
+def resumed(manifest: dict) -> list[bool]:
+    return [s["extra"].get("resumed", False) for s in manifest["stages"]]
+
+
+def test_a_grown_or_edited_input_reruns_every_stage_and_an_untouched_one_none(tmp_path):
+    raw, out = tmp_path / "raw.jsonl", tmp_path / "out"
+    jsonl(raw, [good_row(i) for i in range(20)])
+    first = build(raw, out)
+    assert (first["input"], first["kept"]) == (20, 20) and resumed(first) == [False, False, False]
+
+    jsonl(raw, [good_row(i) for i in range(40)])
+    grown = build(raw, out)
+    assert (grown["input"], grown["kept"]) == (40, 40) and resumed(grown) == [False, False, False]
+    assert grown["input_identity"]["bytes"] == raw.stat().st_size
+
+    rows = [good_row(i) for i in range(40)]
+    rows[5]["subject"] = "Returned a shifted value"  # one row edited: a filter now drops it
+    jsonl(raw, rows)
+    edited = build(raw, out)
+    assert (edited["kept"], edited["dropped"]) == (39, {"filter:not_imperative": 1})
+    assert resumed(edited) == [False, False, False]
+    assert edited["input_identity"]["xxh3"] != grown["input_identity"]["xxh3"]
+
+    again = build(raw, out)
+    assert resumed(again) == [True, True, True]
+    assert (again["kept"], again["dropped"]) == (edited["kept"], edited["dropped"])
+    assert again["input_identity"] == edited["input_identity"]
+
+
+def test_the_identity_of_a_folder_counts_every_file_it_reads(tmp_path):
+    jsonl(tmp_path / "in" / "a.jsonl", [good_row(0)])
+    jsonl(tmp_path / "in" / "b" / "c.jsonl", [good_row(1)])
+    (tmp_path / "in" / "notes.txt").write_text("not read")
+    cfg = SourceConfig(kind="files", paths=[str(tmp_path / "in")])
+    identity = input_identity(cfg)
+    assert [f["path"] for f in identity["files"]] == [
+        str(tmp_path / "in" / "a.jsonl"),
+        str(tmp_path / "in" / "b" / "c.jsonl"),
+    ]
+    summary = identity_summary(identity)
+    assert summary["files"] == 2 and summary["bytes"] == sum(f["size"] for f in identity["files"])
+
+
+def test_temporaries_of_a_killed_run_are_removed(tmp_path):
+    raw, out = tmp_path / "raw.jsonl", tmp_path / "out"
+    jsonl(raw, [good_row(i) for i in range(5)])
+    build(raw, out)
+    stale = [
+        out / ".output.tmp-123",
+        out / ".stages" / "01-x.tmp-123-456",
+        out / ".stages" / "source.tmp-1-2",
+    ]
+    for folder in stale:
+        folder.mkdir()
+        (folder / "rows").write_text("half-written")
+    again = build(raw, out)
+    assert resumed(again) == [True, True, True]
+    assert not any(folder.exists() for folder in stale)
+    assert sorted(p.name for p in (out / ".stages").iterdir()) == ["00-source", "01-filter", "02-dedup"]
+
+
+def test_a_second_build_into_the_same_folder_is_refused(tmp_path):
+    raw, out = tmp_path / "raw.jsonl", tmp_path / "out"
+    jsonl(raw, [good_row(i) for i in range(3)])
+    lock = OutputLock(out)  # as a build in progress holds it
+    cmd = [sys.executable, "-m", "data_pipeline.build", "source=files", f"source.paths=[{raw}]", f"out={out}"]
+    cmd += ["pipeline=editpackft", "pipeline.decontaminate.enabled=false", "stats=false"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stdout + proc.stderr
+    assert "another build" in proc.stderr and "is writing into this folder" in proc.stderr
+    lock.release()
+    assert build(raw, out)["kept"] == 3
