@@ -24,10 +24,11 @@ OUTPUT_FORMATS = ("arrow", "parquet")
 
 @dataclass
 class GitOptions:
-    first_parent: bool = True
+    refs: list[str] = field(default_factory=lambda: ["HEAD"])  # branches, tags, commit ids, or "--all"
+    first_parent: bool = False  # True: the mainline only (merges counted under merge_commit)
     multi_file: str = "keep_one"  # keep_one (Commits2023FT) | drop (OctoPack) | keep_all
     extensions: list[str] = field(default_factory=lambda: [".py"])
-    max_file_bytes: int = 100_000
+    max_file_bytes: int = 100_000  # a row-size bound; context fit is decided at tokenization
     include_merges: bool = False
     max_commits: int | None = None
 
@@ -77,6 +78,15 @@ class DedupOptions:
     enabled: bool = True
     # The pipeline confirms LSH candidates by exact Jaccard (precision ~1, recall kept high).
     minhash: MinHashConfig = field(default_factory=lambda: MinHashConfig(exact_check=True))
+    # What a row is deduplicated on (data_pipeline/dedup_text.py): "edit" (before, after) or
+    # "formatted" (the training text, instruction included, as EditPackFT was).
+    text: str = "edit"
+
+    def __post_init__(self) -> None:
+        from data_pipeline.dedup_text import TEXT_COLUMNS
+
+        if self.text not in TEXT_COLUMNS:
+            raise ValueError(f"pipeline.dedup.text={self.text!r}: choose one of {tuple(TEXT_COLUMNS)}")
 
 
 def _default_benchmarks() -> list[BenchmarkSource]:
@@ -124,13 +134,20 @@ class PipelineConfig:
 @dataclass
 class ExecutorConfig:
     kind: str = "local"
-    num_proc: int | None = None  # datasets.map processes (local)
+    num_proc: int | None = None  # local: processes; ray without an address: CPUs of the local Ray
     address: str | None = None  # ray cluster address, e.g. "auto"; None starts a local Ray
-    batch_size: int = 1000
+    batch_size: int = 1000  # rows per call of a batch function
+    shard_rows: int = 100_000  # rows per shard of the sharded dedup job (and of Ray map tasks)
+    partition_rows: int = 2_000_000  # band keys per LSH bucket task: bounds a bucket task's memory
+    # Shards of running jobs; on a multi-node Ray cluster, storage every node mounts. None: <out>/.work
+    work_dir: str | None = None
 
     def validate(self) -> None:
         if self.kind not in EXECUTOR_KINDS:
             raise ValueError(f"executor.kind={self.kind!r}: choose one of {EXECUTOR_KINDS}")
+        for key in ("batch_size", "shard_rows", "partition_rows"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"executor.{key}={getattr(self, key)}: must be at least 1")
 
 
 @dataclass

@@ -24,10 +24,9 @@ from datasketch import LeanMinHash, MinHashLSH
 
 from core.benchmarks import Benchmark, BenchmarkSource, load_every_variant
 from data_pipeline.config import DecontamOptions, DedupOptions
-from data_pipeline.dedup import minhash_signatures
 from data_pipeline.executors import Executor
-from data_pipeline.near_dedup import signatures
-from data_pipeline.stages import StageResult
+from data_pipeline.minhash import minhash_signatures
+from data_pipeline.stages import StageResult, split_by_reason
 
 
 def normalize_instruction(text: str) -> str:
@@ -48,7 +47,8 @@ class BenchmarkIndex:
     """MinHash-LSH over every benchmark program, plus the set of normalised instructions."""
 
     def __init__(self, benchmarks: list[Benchmark], opts: DecontamOptions, dedup: DedupOptions):
-        self.cfg = replace(dedup.minhash, threshold=opts.threshold)
+        # Code tokens whatever the dedup preset: a benchmark copy is a copy of its code, case included.
+        self.cfg = replace(dedup.minhash, threshold=opts.threshold, tokens="code", lowercase=False)
         self.threshold = opts.threshold
         self.lsh = MinHashLSH(threshold=opts.threshold, num_perm=self.cfg.num_perm)
         self.owner: list[str] = []
@@ -75,32 +75,40 @@ class BenchmarkIndex:
         return None
 
 
-def decontaminate(
-    ds: Dataset, opts: DecontamOptions, dedup: DedupOptions, executor: Executor
-) -> tuple[Dataset, StageResult]:
-    index = BenchmarkIndex(load_benchmarks(list(opts.benchmarks)), opts, dedup)
-    if len(ds) == 0:
-        return ds, StageResult("decontaminate", input=0, kept=0)
-    code = [signatures(ds, index.cfg, executor, (column,)) for column in opts.columns]
-    reasons: Counter[str] = Counter()
-    by_benchmark: Counter[str] = Counter()
-    keep = []
-    for i, instruction in enumerate(ds["instruction"]):
+def decontam_batch(batch: dict[str, list], index: BenchmarkIndex, columns: list[str]) -> dict[str, list]:
+    """Batched form for executors: adds `drop_reason` and the matched `benchmark` (or "")."""
+    code = [minhash_signatures(batch[column], index.cfg) for column in columns]
+    reasons, benchmarks = [], []
+    for i, instruction in enumerate(batch["instruction"]):
         bench = next((b for sigs in code if (b := index.code_match(sigs[i]))), None)
         reason = "contaminated_code" if bench else ""
         if not bench and index.instructions:
             bench = index.instructions.get(normalize_instruction(instruction))
             reason = "contaminated_instruction" if bench else ""
-        keep.append(not reason)
-        if reason:
-            reasons[reason] += 1
-            by_benchmark[bench] += 1
-    kept = ds.select([i for i, k in enumerate(keep) if k])
+        reasons.append(reason)
+        benchmarks.append(bench or "")
+    return {**batch, "drop_reason": reasons, "benchmark": benchmarks}
+
+
+def decontaminate(
+    ds: Dataset, opts: DecontamOptions, dedup: DedupOptions, executor: Executor
+) -> tuple[Dataset, StageResult]:
+    """Rows that copy no benchmark; signatures are computed batch by batch and never gathered."""
+    index = BenchmarkIndex(load_benchmarks(list(opts.benchmarks)), opts, dedup)
+    if len(ds) == 0:
+        return ds, StageResult("decontaminate", input=0, kept=0)
+    marked = executor.map_batches(
+        ds, decontam_batch, {"index": index, "columns": list(opts.columns)}, desc="Decontaminating"
+    )
+    by_benchmark = Counter(
+        b for batch in marked.select_columns("benchmark").iter(10_000) for b in batch["benchmark"] if b
+    )
+    kept, reasons = split_by_reason(marked.remove_columns("benchmark"))
     return kept, StageResult(
         "decontaminate",
         input=len(ds),
         kept=len(kept),
-        dropped=dict(sorted(reasons.items())),
+        dropped=reasons,
         extra={
             "by_benchmark": dict(sorted(by_benchmark.items())),
             "benchmarks": [source_label(b) for b in opts.benchmarks],

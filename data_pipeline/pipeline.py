@@ -12,10 +12,10 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +26,34 @@ from core.schema import DATASET_DIR, MANIFEST_FILE, PARQUET_FILE, edit_features
 from data_pipeline.config import BuildConfig
 from data_pipeline.executors import Executor, make_executor
 from data_pipeline.filters import filter_batch
-from data_pipeline.sources import iter_records
-from data_pipeline.stages import StageResult, StageStore, fingerprint, split_by_reason
+from data_pipeline.input_identity import identity_summary, input_identity
+from data_pipeline.sources import describe_source, iter_records
+from data_pipeline.stages import (
+    StageResult,
+    StageStore,
+    claim_output,
+    fingerprint,
+    save_rows,
+    split_by_reason,
+    top_reasons,
+    write_rows,
+)
 
 log = logging.getLogger(__name__)
 
 FEATURES = edit_features()
 
 
-def source_stage(cfg: BuildConfig, _: Dataset | None, executor: Executor) -> tuple[Dataset, StageResult]:
-    """Read the source; every raw row is kept or counted under a reason."""
+def source_stage(
+    cfg: BuildConfig, _: Dataset | None, executor: Executor, work: Path
+) -> tuple[Dataset, StageResult]:
+    """Read the source into `work` (memory stays flat); every raw row is kept or counted under a reason.
+
+    An input with no rows, or none left once the bad ones are dropped, is the user's to fix: a
+    `UserError`, after writing the (empty) output and its manifest in the second case, so the
+    drop reasons can be read.
+    """
+    started = time.perf_counter()
     counts: Counter[str] = Counter()
     total = 0
 
@@ -48,51 +66,66 @@ def source_stage(cfg: BuildConfig, _: Dataset | None, executor: Executor) -> tup
             else:
                 yield row
 
-    try:
-        with tempfile.TemporaryDirectory(prefix="editforge-source-") as cache:
-            ds = Dataset.from_generator(rows, features=FEATURES, cache_dir=cache, keep_in_memory=True)
-    except Exception as err:
-        if isinstance(err.__cause__, UserError):  # the source's own message, not datasets' wrapper
-            raise err.__cause__ from None
-        raise
+    ds = write_rows(rows(), FEATURES, work / "source.arrow")
+    if total == 0:
+        raise UserError(f"{describe_source(cfg.source)}: no rows to read; point the source at data with rows")
     ds = _dedupe_ids(ds, counts)
-    return ds, StageResult("source", input=total, kept=len(ds), dropped=dict(sorted(counts.items())))
+    result = StageResult("source", input=total, kept=len(ds), dropped=dict(sorted(counts.items())))
+    if not result.kept:
+        message = (
+            f"{describe_source(cfg.source)}: all {total} rows were dropped at the source "
+            f"({top_reasons(result.dropped)}); see {Path(cfg.out) / MANIFEST_FILE} and fix the input"
+        )
+        manifest = build_manifest(cfg, [result], seconds=time.perf_counter() - started)
+        write_output(replace(cfg, push_to_hub=None), ds, {**manifest, "error": message})
+        raise UserError(message)
+    return ds, result
 
 
 def _dedupe_ids(ds: Dataset, counts: Counter[str]) -> Dataset:
-    """Ids must be unique (dedup keeps the lowest id): a repeated id keeps its first row."""
+    """Ids must be unique (dedup keeps the lowest id): a repeated id keeps its first row.
+
+    Ids are read in batches, so only the set of ids is held, not a copy of the column.
+    """
     seen: set[str] = set()
-    keep = []
-    for ident in ds["id"]:
-        keep.append(ident not in seen)
+    repeats: set[int] = set()
+    ids = (i for batch in ds.select_columns("id").iter(batch_size=10_000) for i in batch["id"])
+    for index, ident in enumerate(ids):
+        if ident in seen:
+            repeats.add(index)
         seen.add(ident)
-    repeats = keep.count(False)
     if repeats:
-        counts["duplicate_id"] += repeats
-        ds = ds.select([i for i, k in enumerate(keep) if k])
+        counts["duplicate_id"] += len(repeats)
+        ds = ds.select([i for i in range(len(ds)) if i not in repeats])
     return ds
 
 
-def filter_stage(cfg: BuildConfig, ds: Dataset, executor: Executor) -> tuple[Dataset, StageResult]:
+def filter_stage(
+    cfg: BuildConfig, ds: Dataset, executor: Executor, work: Path
+) -> tuple[Dataset, StageResult]:
     rules = cfg.pipeline.rules()
     marked = executor.map_batches(ds, filter_batch, {"rules": rules}, desc="Filtering")
     kept, dropped = split_by_reason(marked)
     return kept, StageResult("filter", input=len(ds), kept=len(kept), dropped=dropped, extra={"rules": rules})
 
 
-def dedup_stage(cfg: BuildConfig, ds: Dataset, executor: Executor) -> tuple[Dataset, StageResult]:
+def dedup_stage(cfg: BuildConfig, ds: Dataset, executor: Executor, work: Path) -> tuple[Dataset, StageResult]:
     from data_pipeline.near_dedup import near_dedup
 
-    return near_dedup(ds, cfg.pipeline.dedup, executor)
+    return near_dedup(ds, cfg.pipeline.dedup, executor, work)
 
 
-def decontam_stage(cfg: BuildConfig, ds: Dataset, executor: Executor) -> tuple[Dataset, StageResult]:
+def decontam_stage(
+    cfg: BuildConfig, ds: Dataset, executor: Executor, work: Path
+) -> tuple[Dataset, StageResult]:
     from data_pipeline.decontam import decontaminate
 
     return decontaminate(ds, cfg.pipeline.decontaminate, cfg.pipeline.dedup, executor)
 
 
-def sample_stage(cfg: BuildConfig, ds: Dataset, executor: Executor) -> tuple[Dataset, StageResult]:
+def sample_stage(
+    cfg: BuildConfig, ds: Dataset, executor: Executor, work: Path
+) -> tuple[Dataset, StageResult]:
     n = min(cfg.pipeline.sample or len(ds), len(ds))
     kept = ds.shuffle(seed=cfg.pipeline.seed).select(range(n)).flatten_indices()
     return kept, StageResult(
@@ -100,7 +133,8 @@ def sample_stage(cfg: BuildConfig, ds: Dataset, executor: Executor) -> tuple[Dat
     )
 
 
-Stage = Callable[[BuildConfig, Any, Executor], tuple[Dataset, StageResult]]
+# (config, previous stage's rows, executor, a folder for the stage's shards that survives a kill)
+Stage = Callable[[BuildConfig, Any, Executor, Path], tuple[Dataset, StageResult]]
 
 
 def planned_stages(cfg: BuildConfig) -> list[tuple[str, Stage, Any]]:
@@ -122,13 +156,26 @@ def run_pipeline(cfg: BuildConfig) -> dict[str, Any]:
     """Build `cfg.out`; returns the manifest. Finished stages of an earlier run are reused."""
     cfg.validate()
     out = Path(cfg.out)
+    lock = claim_output(out)  # one build per `out`; a killed run's temporaries are removed
+    try:
+        return _build(cfg, out)
+    finally:
+        lock.release()
+
+
+def _build(cfg: BuildConfig, out: Path) -> dict[str, Any]:
     store = StageStore(out)
+    e = cfg.executor
+    # This build's own folder under a shared work_dir: it is removed whole once the build succeeds.
+    scratch = (
+        Path(e.work_dir) / f"editforge-{fingerprint(str(out.resolve()))}" if e.work_dir else out / ".work"
+    )
     executor = make_executor(
-        cfg.executor.kind, cfg.executor.num_proc, cfg.executor.address, cfg.executor.batch_size
+        e.kind, e.num_proc, e.address, e.batch_size, e.shard_rows, e.partition_rows, scratch
     )
     results: list[StageResult] = []
     ds: Dataset | None = None
-    key = ""
+    key = fingerprint("input", input_identity(cfg.source))  # a changed input reruns every stage
     started = time.perf_counter()
     try:
         for index, (name, stage, depends_on) in enumerate(planned_stages(cfg)):
@@ -140,9 +187,11 @@ def run_pipeline(cfg: BuildConfig) -> dict[str, Any]:
                 log.info("stage %s: reused (%d kept)", name, result.kept)
             else:
                 t0 = time.perf_counter()
-                ds, result = stage(cfg, ds, executor)
+                work = scratch / f"{index:02d}-{name}-{key}"  # survives a kill: the stage resumes there
+                ds, result = stage(cfg, ds, executor, work)
                 result.seconds = round(time.perf_counter() - t0, 3)
                 ds = store.save(index, name, key, ds, result)
+                shutil.rmtree(work, ignore_errors=True)
                 log.info(
                     "stage %s: %d in, %d kept, dropped %s", name, result.input, result.kept, result.dropped
                 )
@@ -153,6 +202,7 @@ def run_pipeline(cfg: BuildConfig) -> dict[str, Any]:
     final = ds.sort("id")
     manifest = build_manifest(cfg, results, seconds=time.perf_counter() - started)
     write_output(cfg, final, manifest)
+    shutil.rmtree(scratch, ignore_errors=True)  # shards of finished stages and of Ray map tasks
     return manifest
 
 
@@ -167,13 +217,14 @@ def build_manifest(cfg: BuildConfig, results: list[StageResult], seconds: float)
         "input": results[0].input,
         "kept": results[-1].kept,
         "dropped": dict(sorted(dropped.items())),
+        "input_identity": identity_summary(input_identity(cfg.source)),
         "stages": [r.__dict__ for r in results],
         "config": cfg.as_dict(),
         "versions": versions(),
         "timings": {"total_seconds": round(seconds, 3), **{r.name: r.seconds for r in results}},
     }
     if cfg.pipeline.dedup.enabled:
-        manifest["minhash"] = cfg.pipeline.dedup.minhash.as_manifest()
+        manifest["minhash"] = {**cfg.pipeline.dedup.minhash.as_manifest(), "text": cfg.pipeline.dedup.text}
     if manifest["input"] != manifest["kept"] + sum(dropped.values()):
         raise AssertionError(
             f"row accounting broken: {manifest['input']} in, {manifest['kept']} kept, {dropped}"
@@ -190,7 +241,7 @@ def write_output(cfg: BuildConfig, ds: Dataset, manifest: dict[str, Any]) -> Non
     if cfg.format == "parquet":
         ds.to_parquet(str(tmp / PARQUET_FILE))
     else:
-        ds.save_to_disk(str(tmp / DATASET_DIR))
+        save_rows(ds, tmp / DATASET_DIR)
     if cfg.stats:
         from data_pipeline.stats import write_statistics
 

@@ -18,7 +18,14 @@ from data_pipeline.dedup import (
     id_sort_key,
     signature_batch,
 )
-from data_pipeline.minhash import MinHashConfig, minhash_signatures, shingle_hash, shingles, tokenize
+from data_pipeline.minhash import (
+    MinHashConfig,
+    minhash_signatures,
+    shingle_hash,
+    shingle_sets,
+    shingles,
+    tokenize,
+)
 
 CFG = MinHashConfig()
 WORDS = [
@@ -95,27 +102,67 @@ def test_tokens_keep_punctuation_numbers_and_unicode():
     assert tokenize("a[i]=0.5  # héllo\tx_1") == ["a", "[", "i", "]", "=", "0", ".", "5", "#", "héllo", "x_1"]
     assert shingles("a b", 5) == [("a", "b")]
     assert shingles("", 5) == [()]
+    assert tokenize("Ab(c)", lowercase=True) == ["ab", "(", "c", ")"]
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "def f(x):\n    return x + 1  # ünïcode — ok",
-        "",
-        "  \n",
-        "a b",
-        "x = [1, 2, 3]\n" * 30,
-        "((((((((",
-        "y" * 100 + " " + "q" * 45,  # xxh64 stripes and every tail length
-        "a\u00a0b\x1cc\x00 \ud800x = 1",  # non-ASCII space is a word char, control chars are tokens
-    ],
-)
-def test_signatures_equal_datasketch_minhash(text):
-    m = datasketch.MinHash(num_perm=CFG.num_perm, seed=CFG.seed, hashfunc=shingle_hash, scheme=CFG.scheme)
-    m.update_batch(shingles(text, CFG.ngram))
-    ours = minhash_signatures([text], CFG)
-    assert ours.dtype == np.uint64 and ours.shape == (1, CFG.num_perm)
+def test_word_tokens_are_the_pieces_between_non_word_characters():
+    assert tokenize("a[i]=0.5  # Héllo\tx_1", tokens="words") == [
+        "a", "i", "", "0", "5", "", "", "", "Héllo", "x_1"
+    ]  # fmt: skip
+    assert tokenize("x\u00a0Y—z", tokens="words", lowercase=True) == ["x", "y", "z"]
+    assert tokenize("", tokens="words") == [""] and tokenize("(", tokens="words") == ["", ""]
+    assert shingles("a b", 5, tokens="words") == [("a", "b")]
+    assert shingles("", 5, tokens="words") == [("",)]
+    with pytest.raises(ValueError, match="tokens='chars'"):
+        tokenize("a", tokens="chars")
+    with pytest.raises(ValueError, match="tokens='chars'"):
+        MinHashConfig(tokens="chars")
+
+
+TEXTS = [
+    "def f(x):\n    return x + 1  # ünïcode — ok",
+    "",
+    "  \n",
+    "a b",
+    "x = [1, 2, 3]\n" * 30,
+    "((((((((",
+    "y" * 100 + " " + "q" * 45,  # xxh64 stripes and every tail length
+    "a\u00a0b\x1cc\x00 \ud800x = 1",  # non-ASCII space is a word char, control chars are tokens
+    "Straße = ΑΣ.Β + İx  # 日本語、テスト。\u2028KELVIN \u212a",  # case mappings, CJK punctuation
+    "  A,,B;; C",  # runs of separators: empty word tokens
+    "\u00e9\u0301—\U0001f600 ",  # combining mark, dash, emoji (non-word in "words")
+]
+TOKENIZATIONS = [("code", False), ("code", True), ("words", False), ("words", True)]
+
+
+@pytest.mark.parametrize("tokens, lowercase", TOKENIZATIONS)
+@pytest.mark.parametrize("text", TEXTS)
+def test_signatures_equal_datasketch_minhash(text, tokens, lowercase):
+    cfg = MinHashConfig(tokens=tokens, lowercase=lowercase)
+    m = datasketch.MinHash(num_perm=cfg.num_perm, seed=cfg.seed, hashfunc=shingle_hash, scheme=cfg.scheme)
+    m.update_batch(shingles(text, cfg.ngram, tokens=tokens, lowercase=lowercase))
+    ours = minhash_signatures([text], cfg)
+    assert ours.dtype == np.uint64 and ours.shape == (1, cfg.num_perm)
     np.testing.assert_array_equal(ours[0], m.hashvalues)
+
+
+@pytest.mark.parametrize("tokens, lowercase", TOKENIZATIONS)
+def test_shingle_sets_equal_reference_hashes(tokens, lowercase):
+    texts = TEXTS + corpus()[1][:20]
+    ours = shingle_sets(texts, 3, tokens=tokens, lowercase=lowercase)
+    for text, hashes in zip(texts, ours, strict=True):
+        reference = {shingle_hash(s) for s in shingles(text, 3, tokens=tokens, lowercase=lowercase)}
+        assert hashes.tolist() == sorted(reference)
+
+
+def test_tokenizations_give_different_signatures():
+    text = "Result = Compute(alpha, beta)  # Totals\n" * 3
+    sigs = [minhash_signatures([text], MinHashConfig(tokens=t, lowercase=lo))[0] for t, lo in TOKENIZATIONS]
+    assert len({s.tobytes() for s in sigs}) == len(TOKENIZATIONS)
+    assert (
+        minhash_signatures(["A b"], MinHashConfig(lowercase=True))
+        == minhash_signatures(["a B"], MinHashConfig(lowercase=True))
+    ).all()
 
 
 def test_candidates_equal_datasketch_lsh():
@@ -132,7 +179,7 @@ def test_candidates_equal_datasketch_lsh():
     }
     assert set(map(tuple, candidate_pairs(sigs, CFG).tolist())) == expected
     result = find_duplicates(ids, sigs, CFG)
-    assert result.n_candidate_pairs == len(expected)
+    assert result.n_bucket_pairs >= len(expected) > 0 and result.n_checks == 0
 
 
 def test_precision_and_recall_against_exact_jaccard():
@@ -178,7 +225,7 @@ def test_short_documents_do_not_collapse():
     assert len({s.tobytes() for s in sigs}) == 6  # only "x = 1" twice and the two empty texts collide
     result = find_duplicates([f"s{i}" for i in range(len(texts))], sigs, CFG)
     assert result.cluster_of == {"s5": "s0", "s4": "s3"}
-    assert result.n_clusters == 2 and result.n_candidate_pairs == 2
+    assert result.n_clusters == 2 and result.n_bucket_pairs == 2 * CFG.bands_rows()[0]
 
 
 def test_exact_check_rejects_false_candidates():
@@ -192,11 +239,12 @@ def test_exact_check_rejects_false_candidates():
     # Same bands as `cfg`: the check alone decides; by default exact_check widens the bands.
     checked_cfg = MinHashConfig(num_perm=16, exact_check=True, candidate_threshold=cfg.threshold)
     checked = find_duplicates(ids, sigs, checked_cfg, texts)
-    assert checked.n_candidate_pairs == len(pairs)
-    assert checked.n_pairs_rejected_by_exact_check == len(pairs) - len(good)
+    # Pairs already connected inside a bucket are not checked again: at most one check per pair.
+    assert 0 < checked.n_rejected <= checked.n_checks <= checked.n_bucket_pairs
+    assert checked.n_rejected >= len(pairs) - len(good) - (checked.n_bucket_pairs - checked.n_checks)
     assert (checked.keep, checked.cluster_of) == expected_keep(ids, good)
     unchecked = find_duplicates(ids, sigs, cfg)
-    assert unchecked.n_pairs_rejected_by_exact_check == 0 and sum(unchecked.keep) < sum(checked.keep)
+    assert unchecked.n_checks == 0 and sum(unchecked.keep) < sum(checked.keep)
     assert MinHashConfig(exact_check=True).bands_rows() == MinHashConfig(threshold=0.5).bands_rows()
     with pytest.raises(ValueError, match="needs texts"):
         find_duplicates(ids, sigs, MinHashConfig(num_perm=16, exact_check=True))
@@ -290,7 +338,7 @@ def test_config_matches_datasketch_lsh_params_and_manifest(tmp_path, threshold, 
 
 def test_edge_cases():
     empty = find_duplicates([], np.empty((0, CFG.num_perm), dtype=np.uint64), CFG)
-    assert empty.keep == [] and empty.n_clusters == 0 and empty.n_candidate_pairs == 0
+    assert empty.keep == [] and empty.n_clusters == 0 and empty.n_bucket_pairs == 0
     assert minhash_signatures([], CFG).shape == (0, CFG.num_perm)
     with pytest.raises(ValueError, match="unique"):
         find_duplicates(["a", "a"], minhash_signatures(["x", "y"], CFG), CFG)

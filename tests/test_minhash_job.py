@@ -1,0 +1,123 @@
+"""The sharded MinHash job: same clusters as the in-memory path, resumable, Ray = local."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from datasets import Dataset
+from test_dedup import corpus
+
+from data_pipeline.dedup import find_duplicates
+from data_pipeline.executors import LocalExecutor
+from data_pipeline.filters import filter_batch
+from data_pipeline.minhash import MinHashConfig, minhash_signatures
+from data_pipeline.minhash_job import run_minhash_dedup
+
+
+def _rows() -> Dataset:
+    ids, texts = corpus()
+    half = [len(t) // 2 for t in texts]
+    return Dataset.from_dict(
+        {
+            "id": ids,
+            "before": [t[:h] for t, h in zip(texts, half, strict=True)],
+            "after": [t[h + 1 :] for t, h in zip(texts, half, strict=True)],  # dedup text == t
+            "instruction": ["Edit"] * len(ids),
+        }
+    )
+
+
+def _expected(cfg: MinHashConfig) -> list[str]:
+    ids, texts = corpus()
+    result = find_duplicates(ids, minhash_signatures(texts, cfg), cfg, texts)
+    return [i for i, k in zip(ids, result.keep, strict=True) if k]
+
+
+# Many small shards and key partitions, so every cross-shard path runs.
+RULES = [("imperative_subject", {}), ("changed", {})]
+SMALL = {"batch_size": 16, "shard_rows": 37, "partition_rows": 200}
+
+
+@pytest.mark.parametrize("exact_check", [True, False])
+def test_sharded_job_keeps_what_the_in_memory_path_keeps(tmp_path, exact_check):
+    cfg = MinHashConfig(exact_check=exact_check)
+    kept, counts = run_minhash_dedup(_rows(), cfg, "edit", LocalExecutor(**SMALL), tmp_path / "work")
+    assert kept["id"] == _expected(cfg)
+    assert len(kept) < len(_rows()) and counts["clusters"] > 0 and counts["shards"] == 9
+    assert counts["key_partitions"] == 2 and counts["bucket_pairs"] > 0
+    assert (counts["exact_checks"] > counts["checks_rejected"] > 0) == exact_check
+    assert kept.column_names == _rows().column_names
+
+
+def test_process_pool_gives_the_same_output(tmp_path):
+    cfg = MinHashConfig(exact_check=True)
+    kept, _ = run_minhash_dedup(_rows(), cfg, "edit", LocalExecutor(num_proc=2, **SMALL), tmp_path / "w")
+    assert kept["id"] == _expected(cfg)
+
+
+def test_a_killed_job_resumes_where_it_stopped(tmp_path):
+    cfg = MinHashConfig(exact_check=True)
+    work = tmp_path / "work"
+    reference, _ = run_minhash_dedup(_rows(), cfg, "edit", LocalExecutor(**SMALL), work)
+    reference_rows = reference.to_list()
+    # A kill after the buckets: later outputs gone, a half-written file left behind.
+    for name in ("sets", "edges", "drops", "kept"):
+        shutil.rmtree(work / name)
+    (work / "components.json").unlink()
+    (work / "groups" / "b000-p0000.offsets.npy.tmp-99.npy").write_bytes(b"partial")
+    done = sorted((work / "sig").glob("*.json"))
+    stamps = {p: p.stat().st_mtime_ns for p in done}
+    again, _ = run_minhash_dedup(_rows(), cfg, "edit", LocalExecutor(**SMALL), work)
+    assert again.to_list() == reference_rows
+    assert {p: p.stat().st_mtime_ns for p in done} == stamps  # finished tasks were not redone
+
+
+def test_empty_and_duplicate_free_inputs(tmp_path):
+    cfg = MinHashConfig(exact_check=True)
+    empty = _rows().select([])
+    kept, counts = run_minhash_dedup(empty, cfg, "edit", LocalExecutor(**SMALL), tmp_path / "a")
+    assert len(kept) == 0 and counts["clusters"] == 0
+    one_each = _rows().select(range(5))
+    kept, _ = run_minhash_dedup(one_each, cfg, "edit", LocalExecutor(**SMALL), tmp_path / "b")
+    assert kept.to_list() == one_each.to_list()
+
+
+@pytest.mark.slow
+def test_ray_cluster_of_two_workers_matches_local_and_the_driver_holds_no_shard(tmp_path):
+    ray = pytest.importorskip("ray")
+    from data_pipeline.executors import RayExecutor
+
+    cfg = MinHashConfig(exact_check=True)
+    rows = _rows()
+    local, local_counts = run_minhash_dedup(rows, cfg, "edit", LocalExecutor(**SMALL), tmp_path / "l")
+    executor = RayExecutor(scratch=tmp_path / "scratch", num_cpus=2, **SMALL)
+    try:
+        assert ray.cluster_resources()["CPU"] == 2
+        remote, remote_counts = run_minhash_dedup(rows, cfg, "edit", executor, tmp_path / "r")
+        marked = executor.map_batches(rows, filter_batch, {"rules": RULES}, desc="Filtering")
+    finally:
+        executor.close()
+    assert remote.to_list() == local.to_list() and remote_counts == local_counts
+    expected = LocalExecutor(**SMALL).map_batches(rows, filter_batch, {"rules": RULES}, desc="Filtering")
+    assert marked.to_list() == expected.to_list() and "drop_reason" in marked.column_names
+    # Only counts came back: the largest reply is far smaller than one shard of the input.
+    shard_bytes = min(len(json.dumps(rows.select(range(i, i + 37)).to_dict())) for i in (0, 37))
+    assert 0 < executor.max_result_bytes < shard_bytes / 100
+
+
+def test_band_keys_group_exactly_the_equal_bands():
+    from data_pipeline.lsh import band_keys, groups_of
+
+    rng = np.random.default_rng(0)
+    sigs = rng.integers(0, 4, size=(300, 6), dtype=np.uint64)  # many equal bands by chance
+    keys = band_keys(sigs, 3, 2)
+    for b in range(3):
+        offsets, members = groups_of(keys[b], np.arange(300))
+        expected: dict[bytes, list[int]] = {}
+        for d in range(300):
+            expected.setdefault(sigs[d, 2 * b : 2 * b + 2].tobytes(), []).append(d)
+        groups = sorted(members[offsets[g] : offsets[g + 1]].tolist() for g in range(len(offsets) - 1))
+        assert groups == sorted(v for v in expected.values() if len(v) > 1)
