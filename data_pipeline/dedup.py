@@ -32,7 +32,7 @@ from data_pipeline.lsh import (
     union_edges,
     verify_groups,
 )
-from data_pipeline.minhash import MinHashConfig, minhash_signatures, shingle_sets
+from data_pipeline.minhash import MinHashConfig, minhash_signatures, shingle_set_csr
 
 __all__ = [
     "DedupResult",
@@ -136,12 +136,8 @@ def find_duplicates(
 
 
 def sets_csr(texts: Sequence[str], cfg: MinHashConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted shingle-hash sets of ``texts`` as CSR arrays (offsets, hashes)."""
-    sets = shingle_sets(list(texts), cfg.ngram, tokens=cfg.tokens, lowercase=cfg.lowercase)
-    offsets = np.zeros(len(sets) + 1, dtype=np.int64)
-    np.cumsum([len(s) for s in sets], out=offsets[1:])
-    hashes = np.concatenate(sets) if sets else np.empty(0, dtype=np.uint64)
-    return offsets, hashes.astype(np.uint64)
+    """Sorted shingle-hash sets of ``texts`` as CSR arrays (offsets, hashes), tokenized as ``cfg`` says."""
+    return shingle_set_csr(list(texts), cfg.ngram, tokens=cfg.tokens, lowercase=cfg.lowercase)
 
 
 def representatives(root: np.ndarray, ids: Sequence[str]) -> np.ndarray:

@@ -75,11 +75,18 @@ def set_fingerprints(set_offsets, set_hashes):
 
 @njit(cache=True)
 def _jaccard_at_least(a, b, threshold):
+    """|A ∩ B| / |A ∪ B| >= threshold for sorted unique arrays, stopping once the answer is known."""
     la, lb = a.shape[0], b.shape[0]
     if min(la, lb) < threshold * max(la, lb):  # |A ∩ B| / |A ∪ B| <= min / max
         return False
+    # J >= t  <=>  |A ∩ B| >= t (|A| + |B|) / (1 + t)
+    need = threshold * (la + lb) / (1.0 + threshold)
     i = j = inter = 0
     while i < la and j < lb:
+        if inter >= need:
+            return True
+        if inter + min(la - i, lb - j) < need:
+            return False
         if a[i] == b[j]:
             inter += 1
             i += 1
@@ -88,7 +95,7 @@ def _jaccard_at_least(a, b, threshold):
             i += 1
         else:
             j += 1
-    return inter >= threshold * (la + lb - inter)
+    return inter >= need
 
 
 @njit(cache=True)

@@ -34,7 +34,15 @@ from numba import njit
 from core.minhash_config import MinHashConfig
 from core.shingles import shingle_hash, shingles, tokenize
 
-__all__ = ["MinHashConfig", "minhash_signatures", "shingle_hash", "shingle_sets", "shingles", "tokenize"]
+__all__ = [
+    "MinHashConfig",
+    "minhash_signatures",
+    "shingle_hash",
+    "shingle_set_csr",
+    "shingle_sets",
+    "shingles",
+    "tokenize",
+]
 
 
 @functools.cache
@@ -81,16 +89,23 @@ def minhash_signatures(texts: Sequence[str], cfg: MinHashConfig) -> np.ndarray:
     return out
 
 
-def shingle_sets(
+def shingle_set_csr(
     texts: Sequence[str], ngram: int, *, tokens: str = "code", lowercase: bool = False
-) -> list[np.ndarray]:
-    """Sorted unique shingle hashes of each text, for exact Jaccard checks.
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted unique shingle hashes of every text as CSR arrays (offsets, hashes), for exact checks.
 
     ``tokens`` and ``lowercase`` must be those of the signatures' `MinHashConfig`.
     """
     buf, offsets = _encode(texts, tokens, lowercase)
-    hashes, bounds = _shingle_hashes_kernel(buf, offsets, ngram, tokens == "words")
-    return [np.unique(hashes[bounds[i] : bounds[i + 1]]) for i in range(len(texts))]
+    return _shingle_sets_kernel(buf, offsets, ngram, tokens == "words")
+
+
+def shingle_sets(
+    texts: Sequence[str], ngram: int, *, tokens: str = "code", lowercase: bool = False
+) -> list[np.ndarray]:
+    """Sorted unique shingle hashes of each text (views into one `shingle_set_csr` array)."""
+    offsets, hashes = shingle_set_csr(texts, ngram, tokens=tokens, lowercase=lowercase)
+    return [hashes[offsets[i] : offsets[i + 1]] for i in range(len(texts))]
 
 
 # ---- numba kernels: xxh64 (https://github.com/Cyan4973/xxHash/blob/dev/doc/xxhash_spec.md) ----
@@ -273,13 +288,30 @@ def _signatures_kernel(buf, offsets, ngram, words, a, b, out):
 
 
 @njit(cache=True)
-def _shingle_hashes_kernel(buf, offsets, ngram, words):
+def _shingle_sets_kernel(buf, offsets, ngram, words):
+    """Each document's sorted unique shingle hashes, appended to one growing array: (offsets, hashes).
+
+    Scratch space is one document long, so memory follows the sets, not the texts' bytes.
+    """
     ndocs = offsets.shape[0] - 1
-    bounds = np.zeros(ndocs + 1, dtype=np.int64)
-    tokens = np.empty(buf.shape[0] + 1, dtype=np.uint64)
-    hashes = np.empty(buf.shape[0] + ndocs, dtype=np.uint64)
+    longest = 0
     for d in range(ndocs):
-        start = bounds[d]
-        n = _doc_shingles(buf, offsets[d], offsets[d + 1], ngram, words, tokens, hashes[start:])
-        bounds[d + 1] = start + n
-    return hashes[: bounds[ndocs]], bounds
+        longest = max(longest, offsets[d + 1] - offsets[d])
+    tokens = np.empty(longest + 1, dtype=np.uint64)
+    scratch = np.empty(longest + 1, dtype=np.uint64)
+    out = np.empty(max(16, buf.shape[0] // 4), dtype=np.uint64)
+    bounds = np.zeros(ndocs + 1, dtype=np.int64)
+    k = 0
+    for d in range(ndocs):
+        n = _doc_shingles(buf, offsets[d], offsets[d + 1], ngram, words, tokens, scratch)
+        part = np.sort(scratch[:n])
+        if k + n > out.shape[0]:
+            grown = np.empty(max(2 * out.shape[0], k + n), dtype=np.uint64)
+            grown[:k] = out[:k]
+            out = grown
+        for i in range(n):
+            if i == 0 or part[i] != part[i - 1]:
+                out[k] = part[i]
+                k += 1
+        bounds[d + 1] = k
+    return bounds, out[:k].copy()
