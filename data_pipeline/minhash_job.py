@@ -117,14 +117,21 @@ def signature_task(
 
 @resumable
 def bucket_task(task: Task, *, sig_prefixes: list[str]) -> dict:
-    """Groups (buckets of >= 2 documents) of one band's key partition, across every shard."""
-    band, part = task["band"], task["part"]
-    keys, docs = [], []
-    for prefix in map(Path, sig_prefixes):
-        lo, hi = load_array(prefix.with_suffix(".parts.npy"))[band, part : part + 2]
-        keys.append(np.asarray(load_array(prefix.with_suffix(".keys.npy"))[band, lo:hi]))
-        docs.append(np.asarray(load_array(prefix.with_suffix(".docs.npy"))[band, lo:hi]))
-    offsets, members = groups_of(np.concatenate(keys), np.concatenate(docs))
+    """Groups (buckets of >= 2 documents) of a range of bands in one key partition, across every shard."""
+    part = task["part"]
+    all_offsets, all_members, base = [np.zeros(1, dtype=np.int64)], [], 0
+    for band in range(*task["bands"]):
+        keys, docs = [], []
+        for prefix in map(Path, sig_prefixes):
+            lo, hi = load_array(prefix.with_suffix(".parts.npy"))[band, part : part + 2]
+            keys.append(np.asarray(load_array(prefix.with_suffix(".keys.npy"))[band, lo:hi]))
+            docs.append(np.asarray(load_array(prefix.with_suffix(".docs.npy"))[band, lo:hi]))
+        offsets, members = groups_of(np.concatenate(keys), np.concatenate(docs))
+        all_offsets.append(offsets[1:] + base)
+        all_members.append(members)
+        base += len(members)
+    offsets = np.concatenate(all_offsets)
+    members = np.concatenate([np.empty(0, dtype=np.int64), *all_members])
     prefix = Path(task["prefix"])
     save_array(prefix.with_suffix(".offsets.npy"), offsets)
     save_array(prefix.with_suffix(".members.npy"), members)
@@ -181,21 +188,44 @@ def _gather_sets(members: np.ndarray, set_prefixes: list[str], starts: np.ndarra
 
 
 @resumable
-def verify_task(task: Task, *, cfg: MinHashConfig, set_prefixes: list[str] | None, starts: list[int]) -> dict:
-    """Accepted edges of one group file: exact checks per bucket, or star edges without them."""
+def verify_task(
+    task: Task, *, cfg: MinHashConfig, set_prefixes: list[str] | None, starts: list[int], chunk_members: int
+) -> dict:
+    """Accepted edges of one group file: exact checks per bucket, or star edges without them.
+
+    Groups are checked in chunks of about `chunk_members` members, so the shingle sets held at
+    once are bounded whatever the size of the file.
+    """
     prefix = Path(task["prefix"])
     offsets = np.asarray(load_array(Path(task["groups"]).with_suffix(".offsets.npy")))
     members = np.asarray(load_array(Path(task["groups"]).with_suffix(".members.npy")))
     if set_prefixes is None:
-        edges, checks, rejected = star_edges(offsets, members), 0, 0
-    else:
-        set_offsets, hashes, fps = _gather_sets(members, set_prefixes, np.asarray(starts))
-        slot = np.arange(len(members), dtype=np.int64)
-        edges, checks, rejected = verify_groups(
-            offsets, members, slot, set_offsets, hashes, fps, cfg.threshold
-        )
+        save_array(prefix.with_suffix(".npy"), star_edges(offsets, members))
+        return {"edges": len(members) - len(offsets) + 1, "checks": 0, "rejected": 0}
+    edges, checks, rejected = [np.empty((0, 2), dtype=np.int64)], 0, 0
+    for lo, hi in _chunks(offsets, chunk_members):
+        chunk = members[offsets[lo] : offsets[hi]]
+        unique = np.unique(chunk)  # a document in several bands of the chunk is read once
+        set_offsets, hashes, fps = _gather_sets(unique, set_prefixes, np.asarray(starts))
+        e, c, r = verify_groups(
+            offsets[lo : hi + 1] - offsets[lo], chunk, np.searchsorted(unique, chunk),
+            set_offsets, hashes, fps, cfg.threshold,
+        )  # fmt: skip
+        edges.append(e)
+        checks, rejected = checks + c, rejected + r
+    edges = np.concatenate(edges)
     save_array(prefix.with_suffix(".npy"), edges)
     return {"edges": len(edges), "checks": int(checks), "rejected": int(rejected)}
+
+
+def _chunks(offsets: np.ndarray, members: int) -> list[tuple[int, int]]:
+    """Consecutive group ranges [lo, hi) of about `members` members each (a larger group alone)."""
+    bounds = [0]
+    while bounds[-1] < len(offsets) - 1:
+        lo = bounds[-1]
+        hi = int(np.searchsorted(offsets, offsets[lo] + members, side="right")) - 1
+        bounds.append(max(hi, lo + 1))
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
 
 
 @resumable
@@ -259,12 +289,15 @@ def run_minhash_dedup(
         {"src": src.as_dict(), "cfg": cfg, "text": text, "parts": parts, "batch_rows": executor.batch_size},
         desc="MinHash signatures",
     )
-    grp = [str(dirs["groups"] / _group(b, p)) for b in range(bands) for p in range(parts)]
+    # A bucket task holds about partition_rows (key, document) entries: as many bands as fit.
+    per_task = max(1, executor.partition_rows // max(1, math.ceil(n / parts)))
+    ranges = [(b, min(b + per_task, bands)) for b in range(0, bands, per_task)]
+    grp = [str(dirs["groups"] / _group(b, p)) for b, _ in ranges for p in range(parts)]
     bucket_counts = executor.run_tasks(
         bucket_task,
         [
-            {"band": b, "part": p, "prefix": g, "done": g + ".json"}
-            for (b, p), g in zip(((b, p) for b in range(bands) for p in range(parts)), grp, strict=True)
+            {"bands": r, "part": p, "prefix": g, "done": g + ".json"}
+            for (r, p), g in zip(((r, p) for r in ranges for p in range(parts)), grp, strict=True)
         ],
         {"sig_prefixes": sig},
         desc="LSH buckets",
@@ -285,7 +318,12 @@ def run_minhash_dedup(
     verify_counts = executor.run_tasks(
         verify_task,
         [{"groups": g, "prefix": e, "done": e + ".json"} for g, e in zip(grp, edges, strict=True)],
-        {"cfg": cfg, "set_prefixes": set_prefixes, "starts": starts},
+        {
+            "cfg": cfg,
+            "set_prefixes": set_prefixes,
+            "starts": starts,
+            "chunk_members": max(1, executor.shard_rows // 10),
+        },
         desc="Exact checks" if cfg.exact_check else "Bucket edges",
     )
     drops = [str(dirs["drops"] / f"{_shard(i)}.npy") for i in range(len(starts))]
