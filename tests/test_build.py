@@ -226,8 +226,10 @@ def test_changing_a_stage_config_redoes_it_and_what_follows(tmp_path):
 def test_ray_and_local_executors_give_identical_output(tmp_path):
     pytest.importorskip("ray")
     write_corpus(tmp_path / "raw.jsonl")
-    local = build(tmp_path / "raw.jsonl", tmp_path / "local", "executor=local", "executor.batch_size=16")
-    ray_run = build(tmp_path / "raw.jsonl", tmp_path / "ray", "executor=ray", "executor.batch_size=16")
+    small = ["executor.batch_size=16", "executor.shard_rows=20", "executor.partition_rows=40"]
+    local = build(tmp_path / "raw.jsonl", tmp_path / "local", "executor=local", *small)
+    # A local Ray of two worker processes; many shards, so tasks really spread over both.
+    ray_run = build(tmp_path / "raw.jsonl", tmp_path / "ray", "executor=ray", "executor.num_proc=2", *small)
     assert _rows(tmp_path / "local") == _rows(tmp_path / "ray")
     assert (local["kept"], local["dropped"]) == (ray_run["kept"], ray_run["dropped"])
 
