@@ -66,3 +66,26 @@ def compose_build(overrides: list[str]):
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(REPO / "configs"), version_base=None):
         return hydra_compose(config_name="build", overrides=overrides)
+
+
+def build_commits(tmp_path: Path, bodies: list[str], overrides: list[str]) -> dict:
+    """manifest.json of a real build (no decontamination) of six commits, each appending a line to a body."""
+    import json
+
+    from data_pipeline.build import to_build_config
+    from data_pipeline.pipeline import run_pipeline
+
+    rows = [
+        {"commit": f"c{i}", "old_file": "m.py", "new_file": "m.py", "lang": "Python",
+         "old_contents": bodies[i % len(bodies)], "new_contents": bodies[i % len(bodies)] + "LIMIT = 10\n",
+         "subject": f"Add a constant to module number {i}", "message": "Add a constant"}
+        for i in range(6)
+    ]  # fmt: skip
+    raw = tmp_path / "raw.jsonl"
+    raw.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = compose_build(
+        ["source=files", f"source.paths=[{raw}]", f"out={tmp_path / 'out'}",
+         "pipeline.decontaminate.enabled=false", *overrides]
+    )  # fmt: skip
+    run_pipeline(to_build_config(cfg))
+    return json.loads((tmp_path / "out" / "manifest.json").read_text())

@@ -282,28 +282,10 @@ DATASKETCH_BANDS_ROWS = {(0.5, 128): (25, 5), (0.7, 128): (14, 9), (0.85, 128): 
 
 def _built_manifest(tmp_path, overrides: list[str]) -> dict:
     """manifest.json of a real build of a few commits with these dedup settings."""
-    import json
+    from conftest import build_commits
 
-    from conftest import compose_build
-
-    from data_pipeline.build import to_build_config
-    from data_pipeline.pipeline import run_pipeline
-
-    body = "def f{i}(x):\n    y = x * {i}\n    return y + {i}\n"
-    rows = [
-        {"commit": f"c{i}", "old_file": "m.py", "new_file": "m.py", "lang": "Python",
-         "old_contents": body.format(i=i), "new_contents": body.format(i=i) + "z = 1\n",
-         "subject": f"Add a constant to module number {i}", "message": "Add a constant"}
-        for i in range(6)
-    ]  # fmt: skip
-    raw = tmp_path / "raw.jsonl"
-    raw.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    cfg = compose_build(
-        ["pipeline=editpackft", "source=files", f"source.paths=[{raw}]", f"out={tmp_path / 'out'}",
-         "pipeline.decontaminate.enabled=false", *overrides]
-    )  # fmt: skip
-    run_pipeline(to_build_config(cfg))
-    return json.loads((tmp_path / "out" / "manifest.json").read_text())
+    bodies = [f"def f{i}(x):\n    y = x * {i}\n    return y + {i}\n" for i in range(6)]
+    return build_commits(tmp_path, bodies, ["pipeline=editpackft", *overrides])
 
 
 @pytest.mark.parametrize(

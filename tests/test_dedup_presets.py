@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 from itertools import tee
 
 import datasketch
 import numpy as np
 import pytest
-from conftest import compose_build
+from conftest import build_commits, compose_build
 
 from core.formats import FORMATS
 from core.minhash_config import MinHashConfig
@@ -151,22 +150,7 @@ def test_build_with_the_editpackft_original_preset_records_it(tmp_path):
         "import os\n\nfor name in os.listdir('.'):\n    print(name.upper())\n",
         "class Stack:\n    def __init__(self):\n        self.items = []\n",
     ]
-    rows = [
-        {"commit": f"c{i}", "old_file": "m.py", "new_file": "m.py", "lang": "Python",
-         "old_contents": bodies[i % 3], "new_contents": bodies[i % 3] + "LIMIT = 10\n",
-         "subject": f"Add a constant to module number {i}", "message": "Add a constant"}
-        for i in range(6)
-    ]  # fmt: skip
-    raw = tmp_path / "raw.jsonl"
-    raw.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    cfg = compose_build(
-        ["dedup=editpackft-original", "source=files", f"source.paths=[{raw}]", f"out={tmp_path / 'out'}",
-         "pipeline.decontaminate.enabled=false"]
-    )  # fmt: skip
-    from data_pipeline.pipeline import run_pipeline
-
-    run_pipeline(to_build_config(cfg))
-    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    manifest = build_commits(tmp_path, bodies, ["dedup=editpackft-original"])
     expected = MinHashConfig(num_perm=500, threshold=0.5, tokens="words", lowercase=True).as_manifest()
     assert {k: manifest["minhash"][k] for k in expected} == expected
     assert manifest["config"]["pipeline"]["dedup"]["text"] == "formatted"
