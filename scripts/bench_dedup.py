@@ -1,308 +1,542 @@
-"""Near-dedup throughput and quality: our MinHash kernel and banded LSH against datasketch.
+"""Near-dedup on real code: our MinHash + LSH against datasketch and rensa, and the build CLI.
 
-Builds a deterministic corpus of ~5 KB Python-like files, a fraction of them near-duplicates
-of earlier files (copies with a few lines replaced, inserted or deleted). Measures, in one run:
+The corpus is built at run time from the Python files installed here (the standard library
+and site-packages, 500 B to 50 KB, UTF-8, exact copies dropped), in an order fixed by
+``--seed``. A ``--dup-fraction`` of rows are planted near-duplicates: a copy of an earlier
+row's file with 1 to ``--max-edits`` lines replaced, inserted or deleted (lines taken from
+other files). Each row is shaped like a commit: ``before`` is the file and ``after`` the
+same file with one line edited, so the dedup text (``before + "\\n" + after``) is what
+real edit data gives, two near-identical copies of a file. Every prefix of the corpus is a
+corpus of its own (a plant's source is always earlier), so all sizes share it.
 
-- our signatures and end-to-end dedup (signatures + LSH + union-find) in one process, and
-  end-to-end with ``datasets.map(num_proc=N)`` computing the signatures;
-- datasketch updated once per shingle (``MinHash.update``) and its batch path
-  (``MinHash.bulk``), on a sample, both given the cheapest sensible hash (one xxh64 of the
-  shingle text) and the same Python tokenization;
-- precision and recall of our LSH candidate pairs against brute-force exact Jaccard at the
-  threshold, over every pair of a sample.
+What is measured, each method in a fresh process of this script (``--worker``) reading the
+same rows, interleaved round-robin over ``--reps`` repetitions, timed from the list of
+texts to the set of kept rows (signatures, LSH, clusters keeping the lowest id) after a
+warm-up on 8 texts (imports, numba cache load):
 
-    python scripts/bench_dedup.py                 # 20k docs, about a minute on 2 cores
-    python scripts/bench_dedup.py --docs 50000 --procs 2
+- ours: ``minhash_signatures`` (batches of ``--batch``) + ``find_duplicates`` with the
+  pipeline's default ``MinHashConfig(exact_check=True)``, and with ``exact_check=False``;
+- datasketch, bulk: ``MinHash.bulk`` + ``MinHashLSH`` insert and query, then union-find;
+- datasketch, per token: ``MinHash.update`` once per shingle, on the first
+  ``--per-token-docs`` rows only, its docs/s taken as the rate at the full size;
+- rensa: ``RMinHash.from_token_sets`` + ``RMinHashLSH`` insert and query, then union-find.
+
+Baselines get our shingles (``core.shingles.shingles``, each window joined with spaces)
+and the cheapest hashing they accept (xxh64 of the shingle string for datasketch, rensa's
+own string hash), and the LSH bands ours uses without the exact check (for rensa,
+``num_perm`` = bands x rows, as it needs num_perm divisible by bands). Workers run with one
+thread (``RAYON_NUM_THREADS=1``): CPU/wall above 1 would show extra threads, below 1 a busy
+machine.
+
+Also reported: precision and recall of each method's duplicate pairs and removed rows
+against exact Jaccard of the shingle sets (64-bit shingle hashes) over *all* pairs of the
+``--docs`` corpus (sparse product, in blocks), and recall on the planted pairs. Pair counts
+are dominated by the few large clusters of near-identical files (vendored copies, generated
+modules); removed rows weigh every row once. Ours with the exact check merges its LSH
+candidates whose exact Jaccard clears the threshold, so its pairs are those candidates
+filtered by the same exact Jaccard. Peak RSS is each worker's own (VmHWM; see `maxrss_mb`).
+Our throughput is measured at each of ``--sizes`` (and ``--scale-methods``), and the build
+CLI (``python -m data_pipeline.build``, local executor, one process; a run in the same
+round-robin) on the same rows: its dedup stage (``manifest.timings.dedup``) and end-to-end
+wall against the library's time. A failing CLI is reported in its table, not fatal.
+
+    python scripts/bench_dedup.py            # about 8 minutes on 2 cores
+    python scripts/bench_dedup.py --quick    # about a minute
+    python scripts/bench_dedup.py --docs 10000 --sizes 5000,20000 --scale-methods ours,rensa
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass
+from pathlib import Path
 
-import datasketch
 import numpy as np
-import xxhash
-from datasets import Dataset, load_from_disk
+from dedup_corpus import build_corpus, exact_pairs, pair_jaccard, read_rows, write_jsonl
+from dedup_methods import LIBRARY, PIPELINE_CFG, keep_lowest, run_method
 from rich.console import Console
 from rich.table import Table
-from scipy import sparse
 
-from data_pipeline.dedup import candidate_pairs, dedup_text, find_duplicates, signature_batch
-from data_pipeline.minhash import MinHashConfig, minhash_signatures, shingles
+from data_pipeline.dedup import candidate_pairs, dedup_text
+from data_pipeline.minhash import minhash_signatures
 
-SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
-TEMPLATES = [
-    "{a} = {b}.{c}({d}, {n})",
-    "if {a} is not None and {b} > {n}:",
-    "for {a} in range(len({b})):",
-    "return {a} + {b} * {n}",
-    "self.{a} = {b}",
-    "# {a} {b} {c} the {d}",
-    'raise ValueError(f"{a} must be {b}, got {{{c}!r}}")',
-    "{a}.append({b}[{n}])",
-    "def {a}(self, {b}, {c}={n}):",
-    "{a} = [{b} for {c} in {d} if {c}]",
-    'with open({a}, "{b}") as {c}:',
-    "{a}[{b}] = {c}.get({d}, {n})",
-    "class {A}({B}):",
-    "while {a} < {n}:",
-    "from {a}.{b} import {c}, {d}",
-]
+FULL = {"docs": 5000, "sizes": "5000,10000,20000", "reps": 3, "per_token_docs": 200}
+QUICK = {"docs": 800, "sizes": "800,1600", "reps": 1, "per_token_docs": 40}
+BASELINES = ("datasketch_bulk", "datasketch_token", "rensa")
+TARGETS = {"vs_rensa": 3.0, "cli_dedup_over_library": 1.2, "scaling": 0.9}
+SINGLE_THREAD = {"RAYON_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
 
 
-def line_pool(size: int, rng: np.random.Generator) -> list[str]:
-    """Distinct-looking lines of Python from templates and a vocabulary of made-up identifiers."""
-    words = ["_".join(rng.choice(SYLLABLES, rng.integers(1, 4))) for _ in range(20_000)]
-    picks = rng.integers(0, len(words), (size, 6))
-    lines = []
-    for t, indent, (a, b, c, d, e, f), n in zip(
-        rng.integers(0, len(TEMPLATES), size),
-        rng.integers(0, 4, size),
-        picks,
-        rng.integers(0, 1000, size),
-        strict=True,
-    ):
-        line = TEMPLATES[t].format(
-            a=words[a], b=words[b], c=words[c], d=words[d], n=n, A=words[e].title(), B=words[f].title()
-        )
-        lines.append("    " * indent + line)
-    return lines
+# ---- workers: one fresh process per measurement ----
 
 
-def synthetic_corpus(n_docs: int, seed: int, dup_fraction: float, max_edits: int) -> list[dict]:
-    """Edit-like rows (id, before, after) whose dedup text is one ~5 KB file.
+def maxrss_mb() -> float:
+    """Peak RSS of this process's own address space (VmHWM).
 
-    A ``dup_fraction`` of rows copy an earlier row's file with 0..max_edits line edits.
+    ``ru_maxrss`` would do on its own but for one thing: Linux carries the spawning parent's
+    peak across fork and exec into the child's ``ru_maxrss``, and the parent here holds the
+    whole corpus. VmHWM starts afresh at exec; ``ru_maxrss`` is the fallback off Linux.
     """
-    rng = np.random.default_rng(seed)
-    pool = line_pool(max(10 * n_docs, 10_000), rng)
-    files: list[list[int]] = []
-    for _ in range(n_docs):
-        if files and rng.random() < dup_fraction:
-            lines = list(files[rng.integers(0, len(files))])
-            for _ in range(rng.integers(0, max_edits + 1)):
-                op, at, new = rng.integers(0, 3), rng.integers(0, len(lines)), int(rng.integers(0, len(pool)))
-                if op == 0:
-                    lines[at] = new
-                elif op == 1:
-                    lines.insert(at, new)
-                elif len(lines) > 1:
-                    del lines[at]
-        else:
-            lines = rng.integers(0, len(pool), 150).tolist()
-        files.append(lines)
-    rows = []
-    for i, lines in enumerate(files):
-        half = len(lines) // 2
-        rows.append(
-            {
-                "id": f"doc-{i}",
-                "before": "\n".join(pool[k] for k in lines[:half]),
-                "after": "\n".join(pool[k] for k in lines[half:]),
-            }
-        )
-    return rows
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1]) / 1024
 
 
-def ours_single(ids: list[str], texts: list[str], cfg: MinHashConfig, batch: int) -> dict:
-    start = time.perf_counter()
-    sigs = np.concatenate(
-        [minhash_signatures(texts[i : i + batch], cfg) for i in range(0, len(texts), batch)]
-    )
-    signed = time.perf_counter()
-    result = find_duplicates(ids, sigs, cfg, texts if cfg.exact_check else None)
-    done = time.perf_counter()
-    return {"sig_s": signed - start, "lsh_s": done - signed, "sigs": sigs, "result": result}
-
-
-def ours_datasets(
-    ds: Dataset, texts: list[str], cfg: MinHashConfig, procs: int, batch: int
-) -> tuple[float, np.ndarray]:
-    """Wall seconds of datasets.map(num_proc) signatures, gathered, plus LSH and union-find."""
-    start = time.perf_counter()
-    out = ds.map(
-        signature_batch,
-        batched=True,
-        batch_size=batch,
-        num_proc=procs,
-        fn_kwargs={"cfg": cfg},
-        remove_columns=ds.column_names,
-        load_from_cache_file=False,
-    )
-    # datasets' numpy format returns uint64 lists as int64: same bits, cast back.
-    sigs = np.asarray(out.with_format("numpy")[:]["minhash"], dtype=np.uint64)
-    find_duplicates(ds["id"][:], sigs, cfg, texts if cfg.exact_check else None)
-    return time.perf_counter() - start, sigs
-
-
-def _timed(fn, *args) -> tuple[float, object]:
-    start = time.perf_counter()
-    out = fn(*args)
-    return time.perf_counter() - start, out
-
-
-def _cheap_hash(shingle: tuple[str, ...]) -> int:
-    return xxhash.xxh64_intdigest(" ".join(shingle).encode())
-
-
-def datasketch_per_shingle(texts: list[str], cfg: MinHashConfig) -> float:
-    start = time.perf_counter()
-    for text in texts:
-        m = datasketch.MinHash(cfg.num_perm, seed=cfg.seed, hashfunc=_cheap_hash, scheme=cfg.scheme)
-        for s in shingles(text, cfg.ngram):
-            m.update(s)
-    return len(texts) / (time.perf_counter() - start)
-
-
-def datasketch_bulk(texts: list[str], cfg: MinHashConfig) -> float:
-    start = time.perf_counter()
-    datasketch.MinHash.bulk(
-        [shingles(t, cfg.ngram) for t in texts],
-        num_perm=cfg.num_perm,
-        seed=cfg.seed,
-        hashfunc=_cheap_hash,
-        scheme=cfg.scheme,
-    )
-    return len(texts) / (time.perf_counter() - start)
-
-
-def exact_jaccards(texts: list[str], cfg: MinHashConfig, floor: float) -> dict[tuple[int, int], float]:
-    """Exact shingle Jaccard of every pair i < j at or above ``floor`` (reference tokenizer, sparse product)."""
-    vocab: dict[tuple[str, ...], int] = {}
-    cols = [np.unique([vocab.setdefault(s, len(vocab)) for s in shingles(t, cfg.ngram)]) for t in texts]
-    rows = np.repeat(np.arange(len(texts)), [len(c) for c in cols])
-    x = sparse.csr_matrix((np.ones(len(rows), dtype=np.int32), (rows, np.concatenate(cols))))
-    inter = sparse.triu(x @ x.T, k=1).tocoo()
-    sizes = np.array([len(c) for c in cols])
-    jaccard = inter.data / (sizes[inter.row] + sizes[inter.col] - inter.data)
-    hit = jaccard >= floor
-    return dict(
-        zip(zip(inter.row[hit].tolist(), inter.col[hit].tolist(), strict=True), jaccard[hit], strict=True)
-    )
-
-
-def quality(texts: list[str], sigs: np.ndarray, cfg: MinHashConfig, margin: float) -> dict[str, float]:
-    """Precision and recall of the pairs dedup merges (LSH candidates, confirmed by the exact
-    check when `cfg.exact_check`) against exact Jaccard >= threshold, strict and outside a
-    +-margin band around it (where an unchecked LSH S-curve is steep by design)."""
-    floor = min(cfg.threshold - margin, cfg.lsh_threshold())
-    jaccard = exact_jaccards(texts, cfg, floor)
-    found = set(map(tuple, candidate_pairs(sigs, cfg).tolist()))
-    if cfg.exact_check:
-        found = {p for p in found if jaccard.get(p, 0.0) >= cfg.threshold}
-    truth = {p for p, j in jaccard.items() if j >= cfg.threshold}
-    clear = {p for p, j in jaccard.items() if j >= cfg.threshold + margin}
+def library_worker(method: str, corpus: Path, n: int, batch: int) -> dict:
+    """Time one method on the first ``n`` rows; pairs of ours are listed after the clock stops."""
+    texts = [dedup_text(r) for r in read_rows(corpus, n)]
+    run_method(method, texts[:8], batch)  # imports, numba cache load
+    loaded = maxrss_mb()
+    t0, c0 = time.perf_counter(), time.process_time()
+    keep, pairs = run_method(method, texts, batch)
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    peak = maxrss_mb()
+    if pairs is None:  # what find_duplicates merges: LSH candidates (exact-checked later)
+        cfg = LIBRARY[method]
+        pairs = candidate_pairs(minhash_signatures(texts, cfg), cfg)
     return {
-        "pairs": len(found),
-        "true_pairs": len(truth),
-        "precision": len(found & truth) / max(len(found), 1),
-        "recall": len(found & truth) / max(len(truth), 1),
-        "precision_margin": len(found & set(jaccard)) / max(len(found), 1),
-        "recall_margin": len(found & clear) / max(len(clear), 1),
+        "docs": n,
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "removed": np.flatnonzero(~keep).tolist(),
+        "pairs": pairs.tolist(),
+        "rss_peak_mb": peak,
+        "rss_loaded_mb": loaded,
     }
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--docs", type=int, default=20_000)
-    p.add_argument("--procs", type=int, default=os.cpu_count() or 1, help="processes for datasets.map")
-    p.add_argument("--batch", type=int, default=1000, help="documents per signature batch")
-    p.add_argument("--baseline-docs", type=int, default=300, help="sample for datasketch per-shingle updates")
-    p.add_argument("--bulk-docs", type=int, default=1000, help="sample for datasketch MinHash.bulk")
-    p.add_argument("--quality-docs", type=int, default=3000, help="sample for exact-Jaccard precision/recall")
-    p.add_argument("--dup-fraction", type=float, default=0.3)
-    p.add_argument("--max-edits", type=int, default=20, help="line edits per planted copy (of ~150 lines)")
-    p.add_argument("--margin", type=float, default=0.1, help="Jaccard band around the threshold for *_margin")
-    p.add_argument("--threshold", type=float, default=0.7)
-    p.add_argument("--repeat", type=int, default=3, help="timed runs per figure; the best is reported")
-    p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args()
+def cli_argv(corpus: Path, out: Path, overrides: list[str]) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "data_pipeline.build",
+        "source=files",
+        f"source.paths=[{corpus}]",
+        "pipeline=editpackft",
+        "pipeline.filters=[]",
+        "pipeline.decontaminate.enabled=false",
+        "stats=false",
+        "plots=false",
+        f"out={out}",
+        *overrides,
+    ]
 
-    cfg = MinHashConfig(threshold=args.threshold, exact_check=True)  # the pipeline's default
-    lsh_only = replace(cfg, exact_check=False)
-    rows = synthetic_corpus(args.docs, args.seed, args.dup_fraction, args.max_edits)
-    ids, texts = [r["id"] for r in rows], [dedup_text(r) for r in rows]
-    find_duplicates(
-        ids[:8], minhash_signatures(texts[:8], cfg), cfg, texts[:8]
-    )  # numba compile or cache load
 
-    # Best of --repeat for every figure, ours and baselines alike: the machine may be shared.
-    ours = min(
-        (ours_single(ids, texts, cfg, args.batch) for _ in range(args.repeat)),
-        key=lambda r: r["sig_s"] + r["lsh_s"],
+def cli_worker(corpus: Path, overrides: list[str]) -> dict:
+    """Wall and manifest timings of the build CLI on ``corpus``, in a fresh output folder."""
+    with tempfile.TemporaryDirectory(prefix="bench-dedup-cli-") as out:
+        t0 = time.perf_counter()
+        proc = subprocess.run(cli_argv(corpus, Path(out), overrides), capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        if proc.returncode:  # reported, not fatal: the other sections still stand
+            return {"error": (proc.stderr.strip().splitlines() or ["no stderr"])[-1][:300]}
+        manifest = json.loads((Path(out) / "manifest.json").read_text())
+    dedup = next(s for s in manifest["stages"] if s["name"] == "dedup")
+    return {
+        "docs": manifest["input"],
+        "seconds": manifest["timings"]["dedup"],
+        "wall_seconds": wall,
+        "total_seconds": manifest["timings"]["total_seconds"],
+        "source_seconds": manifest["timings"]["source"],
+        "removed_count": dedup["input"] - dedup["kept"],
+        "rss_peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+    }
+
+
+def spawn(method: str, corpus: Path, n: int, args: argparse.Namespace) -> dict:
+    """Run one measurement in a fresh interpreter, one thread, and return its JSON report."""
+    argv = [sys.executable, __file__, "--worker", method, "--corpus", str(corpus), "--docs", str(n)]
+    argv += ["--batch", str(args.batch), *(f"--cli-override={o}" for o in args.cli_override)]
+    proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **SINGLE_THREAD})
+    if proc.returncode:
+        sys.exit(f"worker {method} (n={n}) failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def worker_main(args: argparse.Namespace) -> None:
+    if args.worker == "cli":
+        report = cli_worker(args.corpus, args.cli_override)
+    else:
+        report = library_worker(args.worker, args.corpus, args.docs, args.batch)
+    print(json.dumps(report))
+
+
+# ---- measurement plan ----
+
+
+def interleaved(
+    plan: list[tuple[str, int]], shared: Path, cli: Path, args
+) -> dict[tuple[str, int], list[dict]]:
+    """Each (method, rows) once per repetition, the order rotated every repetition.
+
+    Library workers read the first rows of ``shared``; the CLI reads all of ``cli``.
+    """
+    runs: dict[tuple[str, int], list[dict]] = {key: [] for key in plan}
+    for rep in range(args.reps):
+        shift = rep % len(plan)
+        for method, n in plan[shift:] + plan[:shift]:
+            runs[method, n].append(spawn(method, cli if method == "cli" else shared, n, args))
+    return runs
+
+
+def rates(reports: list[dict]) -> list[float]:
+    return [r["docs"] / r["seconds"] for r in reports]
+
+
+def spread(values: list[float], fmt: str = "{:.0f}") -> str:
+    return f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}-{fmt.format(max(values))})"
+
+
+# ---- quality ----
+
+
+def method_pairs(method: str, report: dict, truth: dict) -> set[tuple[int, int]]:
+    """The pairs a method merges; ours with the exact check merges only candidates with J >= threshold."""
+    pairs = {tuple(p) for p in report["pairs"]}
+    if method in LIBRARY and LIBRARY[method].exact_check:
+        pairs = {p for p in pairs if p in truth}
+    return pairs
+
+
+def true_removed(n: int, truth: dict) -> set[int]:
+    pairs = np.asarray([p for p in truth if p[1] < n], dtype=np.int64).reshape(-1, 2)
+    return set(np.flatnonzero(~keep_lowest(n, pairs)).tolist())
+
+
+def quality(method: str, report: dict, truth: dict, plants: dict[int, int]) -> dict:
+    """Pair and removed-row precision/recall against exact Jaccard over all pairs of the rows it ran on."""
+    n = report["docs"]
+    truth_n = {p for p in truth if p[1] < n}
+    found = method_pairs(method, report, truth)
+    removed, should = set(report["removed"]), true_removed(n, truth)
+    planted = {(s, p) for p, s in plants.items() if p < n and (s, p) in truth}
+    return {
+        "space": f"all {n * (n - 1) // 2:,} pairs of {n} rows",
+        "pairs": len(found),
+        "true_pairs": len(truth_n),
+        "precision": len(found & truth_n) / max(len(found), 1),
+        "recall": len(found & truth_n) / max(len(truth_n), 1),
+        "planted_recall": len(found & planted) / max(len(planted), 1),
+        "removed": len(removed),
+        "removed_precision": len(removed & should) / max(len(removed), 1),
+        "removed_recall": len(removed & should) / max(len(should), 1),
+    }
+
+
+# ---- tables ----
+
+
+def corpus_table(c: Corpus) -> Table:
+    sizes_kb = [len(dedup_text(r)) / 1e3 for r in c.rows[: c.n]]
+    threshold = PIPELINE_CFG.threshold
+    t = Table(title=f"Corpus: installed Python files; the first {c.n} rows for speed and quality")
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    t.add_row(".py files of 500 B-50 KB installed", f"{c.files_found}")
+    t.add_row("rows built (largest size)", f"{len(c.rows)}")
+    t.add_row("dedup text KB: mean / median", f"{np.mean(sizes_kb):.1f} / {np.median(sizes_kb):.1f}")
+    t.add_row("planted near-duplicates", f"{len(c.plant_jaccard)} ({len(c.plant_jaccard) / c.n:.0%})")
+    if c.plant_jaccard:
+        q = np.quantile(c.plant_jaccard, [0, 0.25, 0.5, 0.75, 1])
+        t.add_row("Jaccard plant-source: min / q1 / median / q3 / max", " / ".join(f"{v:.2f}" for v in q))
+        t.add_row(f"plants at J >= {threshold}", f"{sum(j >= threshold for j in c.plant_jaccard)}")
+    planted = {(s, p) for p, s in c.plants.items() if p < c.n}
+    t.add_row(
+        f"pairs at exact J >= {threshold}: planted / found in the installed files",
+        f"{len(planted & set(c.truth))} / {len(set(c.truth) - planted)}",
     )
-    with tempfile.TemporaryDirectory() as tmp:
-        Dataset.from_list(rows).save_to_disk(tmp)  # memory-mapped, like a real pipeline's input
-        ds = load_from_disk(tmp)
-        runs = [ours_datasets(ds, texts, cfg, args.procs, args.batch) for _ in range(args.repeat)]
-        multi_s, multi_sigs = min(runs, key=lambda r: r[0])
-    assert np.array_equal(multi_sigs, ours["sigs"]), "datasets.map signatures differ from one process"
-    lsh_only_s = min(_timed(find_duplicates, ids, ours["sigs"], lsh_only)[0] for _ in range(args.repeat))
-    per_shingle = max(datasketch_per_shingle(texts[: args.baseline_docs], cfg) for _ in range(args.repeat))
-    bulk = max(datasketch_bulk(texts[: args.bulk_docs], cfg) for _ in range(args.repeat))
-    q = quality(texts[: args.quality_docs], ours["sigs"][: args.quality_docs], cfg, args.margin)
-    q_lsh = quality(texts[: args.quality_docs], ours["sigs"][: args.quality_docs], lsh_only, args.margin)
+    return t
 
-    n, res = len(texts), ours["result"]
-    sig_rate = n / ours["sig_s"]
-    e2e_rate = n / (ours["sig_s"] + ours["lsh_s"])
-    multi_core = n / multi_s / args.procs
-    table = Table(
-        title=f"Near-dedup of {n} docs of {np.mean([len(t) for t in texts]) / 1e3:.1f} KB: num_perm "
-        f"{cfg.num_perm}, (bands, rows) {cfg.bands_rows()}, threshold {cfg.threshold}, {cfg.ngram}-token shingles"
+
+def speed_table(runs: dict, n: int, args) -> Table:
+    t = Table(
+        title=f"End to end, texts -> kept rows, one process, {n} rows, {args.reps} interleaved reps: median (min-max)"
     )
-    for col in ("figure", "ours", "baseline (datasketch, 1 proc)", "ratio"):
-        table.add_column(col, justify="right")
-    for label, ours_rate in (
-        ("signatures docs/s, 1 proc", sig_rate),
-        ("end-to-end docs/s per core, 1 proc", e2e_rate),
-        (f"end-to-end docs/s per core, datasets.map x{args.procs}", multi_core),
+    for col in (
+        "method",
+        "rows timed",
+        "docs/s",
+        "seconds",
+        "CPU/wall",
+        "ours / method",
+        "peak RSS MB (+ over loaded)",
     ):
-        table.add_row(
+        t.add_column(col, justify="left" if col == "method" else "right")
+    base = statistics.median(rates(runs["ours", n]))
+    for method in (*LIBRARY, *BASELINES):
+        reports = runs[method, n]
+        r = rates(reports)
+        label = LABELS[method]
+        if method == "datasketch_token":
+            label += f" (first {reports[0]['docs']} rows, rate taken for {n})"
+        cpu = statistics.median(x["cpu_seconds"] / x["seconds"] for x in reports)
+        peak = statistics.median(x["rss_peak_mb"] for x in reports)
+        grown = statistics.median(x["rss_peak_mb"] - x["rss_loaded_mb"] for x in reports)
+        t.add_row(
             label,
-            f"{ours_rate:.0f}",
-            f"{per_shingle:.0f} (update per shingle)",
-            f"{ours_rate / per_shingle:.0f}x",
+            f"{reports[0]['docs']}",
+            spread(r),
+            spread([x["seconds"] for x in reports], "{:.2f}"),
+            f"{cpu:.2f}",
+            f"{base / statistics.median(r):.1f}x",
+            f"{peak:.0f} (+{grown:.0f})",
         )
-        table.add_row("", "", f"{bulk:.0f} (MinHash.bulk)", f"{ours_rate / bulk:.1f}x")
-    table.add_row("LSH + exact check + union-find seconds, 1 proc", f"{ours['lsh_s']:.2f}", "", "")
-    table.add_row(f"  LSH alone (bands {lsh_only.bands_rows()}), no exact check", f"{lsh_only_s:.2f}", "", "")
-    lo, hi = cfg.threshold - args.margin, cfg.threshold + args.margin
-    sample = f"{min(n, args.quality_docs)} docs"
-    table.add_row(
-        f"precision vs exact J >= {cfg.threshold}, {sample}",
-        f"{q['precision']:.3f}",
-        f"{q['pairs']} pairs",
-        "",
+    return t
+
+
+LABELS = {
+    "ours": "ours, exact check (pipeline default)",
+    "ours_lsh": "ours, LSH only",
+    "datasketch_bulk": "datasketch MinHash.bulk + MinHashLSH",
+    "datasketch_token": "datasketch MinHash.update per shingle + MinHashLSH",
+    "rensa": "rensa RMinHash + RMinHashLSH",
+}
+
+
+def quality_table(q: dict) -> Table:
+    first = next(iter(q.values()))
+    t = Table(
+        title=f"Quality against exact Jaccard >= {PIPELINE_CFG.threshold} of shingle sets ({first['space']})"
     )
-    table.add_row(
-        f"recall vs exact J >= {cfg.threshold}", f"{q['recall']:.3f}", f"{q['true_pairs']} pairs", ""
+    for col in (
+        "method",
+        "pairs merged",
+        "pair precision",
+        "pair recall",
+        "planted recall",
+        "rows removed",
+        "removed precision",
+        "removed recall",
+    ):
+        t.add_column(col, justify="left" if col == "method" else "right")
+    for method, x in q.items():
+        t.add_row(
+            LABELS[method] + ("" if x["space"] == first["space"] else f" ({x['space']})"),
+            f"{x['pairs']} (true {x['true_pairs']})",
+            f"{x['precision']:.3f}",
+            f"{x['recall']:.3f}",
+            f"{x['planted_recall']:.3f}",
+            f"{x['removed']}",
+            f"{x['removed_precision']:.3f}",
+            f"{x['removed_recall']:.3f}",
+        )
+    return t
+
+
+def scaling_table(runs: dict, sizes: list[int], methods: list[str]) -> Table:
+    t = Table(title="Throughput by corpus size, one process: docs/s median (min-max)")
+    t.add_column("rows", justify="right")
+    for m in methods:
+        t.add_column(LABELS[m], justify="right")
+        t.add_column("vs smallest", justify="right")
+    for n in sizes:
+        cells = []
+        for m in methods:
+            rate = statistics.median(rates(runs[m, n]))
+            cells += [spread(rates(runs[m, n])), f"{rate / statistics.median(rates(runs[m, sizes[0]])):.2f}x"]
+        t.add_row(f"{n}", *cells)
+    return t
+
+
+def cli_table(runs: dict, n: int) -> Table:
+    cli, lib = runs["cli", n], runs["ours", n]
+    lib_s = statistics.median(x["seconds"] for x in lib)
+    t = Table(title=f"Build CLI vs library on the same {n} rows (CLI: executor local, one process): seconds")
+    for col in ("figure", "seconds median (min-max)", "over library"):
+        t.add_column(col, justify="left" if col == "figure" else "right")
+    t.add_row(
+        "library: minhash_signatures + find_duplicates",
+        spread([x["seconds"] for x in lib], "{:.2f}"),
+        "1.00x",
     )
-    table.add_row(f"merged pairs with exact J >= {lo:.2f}", f"{q['precision_margin']:.3f}", "", "")
-    table.add_row(f"recall of pairs with exact J >= {hi:.2f}", f"{q['recall_margin']:.3f}", "", "")
-    table.add_row(
-        "  precision / recall of LSH alone", f"{q_lsh['precision']:.3f} / {q_lsh['recall']:.3f}", "", ""
+    if cli_error(cli):
+        t.add_row("[red]CLI failed", cli_error(cli), "")
+        return t
+    for key, label in (
+        ("seconds", "CLI dedup stage (manifest timings.dedup)"),
+        ("source_seconds", "CLI source stage"),
+        ("total_seconds", "CLI total_seconds"),
+        ("wall_seconds", "CLI wall, interpreter start to exit"),
+    ):
+        values = [x[key] for x in cli]
+        t.add_row(label, spread(values, "{:.2f}"), f"{statistics.median(values) / lib_s:.2f}x")
+    t.add_row("rows removed: CLI / library", f"{cli[0]['removed_count']} / {len(lib[0]['removed'])}", "")
+    t.add_row(
+        "CLI peak RSS MB (largest process)", f"{statistics.median(x['rss_peak_mb'] for x in cli):.0f}", ""
     )
-    table.add_row(
-        "removed / clusters / candidate pairs",
-        f"{n - sum(res.keep)} / {res.n_clusters} / {res.n_candidate_pairs}",
-        "",
-        "",
+    return t
+
+
+def cli_error(cli: list[dict]) -> str:
+    return next((x["error"] for x in cli if "error" in x), "")
+
+
+def cli_median(cli: list[dict], key: str) -> float:
+    return float("nan") if cli_error(cli) else statistics.median(x[key] for x in cli)
+
+
+def targets_table(figures: dict) -> Table:
+    t = Table(title="Targets")
+    for col in ("target", "value", "met"):
+        t.add_column(col)
+    for label, value, goal, higher in (
+        (
+            f"ours (exact check) >= {TARGETS['vs_rensa']}x rensa, end to end per core",
+            figures["ratio_vs_rensa"],
+            TARGETS["vs_rensa"],
+            True,
+        ),
+        (
+            f"CLI dedup stage <= {TARGETS['cli_dedup_over_library']}x library",
+            figures["cli_dedup_over_library"],
+            TARGETS["cli_dedup_over_library"],
+            False,
+        ),
+        (
+            f"throughput at largest size >= {TARGETS['scaling']}x smallest",
+            figures["scaling"],
+            TARGETS["scaling"],
+            True,
+        ),
+    ):
+        met = value >= goal if higher else value <= goal
+        t.add_row(
+            label, f"{value:.2f}", "[green]yes" if met else "[red]no" if value == value else "not measured"
+        )
+    return t
+
+
+# ---- main ----
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help=f"smoke run: defaults {QUICK}")
+    p.add_argument(
+        "--docs", type=int, help=f"rows for the method comparison and quality (default {FULL['docs']})"
     )
-    Console(width=160).print(table)
-    print(
-        f"RESULT docs={n} procs={args.procs} sig_docs_per_s={sig_rate:.0f} e2e_docs_per_s_per_core={e2e_rate:.0f} "
-        f"e2e_multi_docs_per_s_per_core={multi_core:.0f} per_token_docs_per_s={per_shingle:.1f} "
-        f"bulk_docs_per_s={bulk:.1f} speedup_vs_per_token={sig_rate / per_shingle:.1f} "
-        f"speedup_vs_bulk={sig_rate / bulk:.1f} e2e_speedup_vs_per_token={e2e_rate / per_shingle:.1f} "
-        f"precision={q['precision']:.4f} recall={q['recall']:.4f} precision_margin={q['precision_margin']:.4f} "
-        f"recall_margin={q['recall_margin']:.4f} lsh_only_precision={q_lsh['precision']:.4f} "
-        f"lsh_only_recall={q_lsh['recall']:.4f} lsh_s={ours['lsh_s']:.2f} lsh_only_s={lsh_only_s:.2f} removed={n - sum(res.keep)} clusters={res.n_clusters}"
+    p.add_argument(
+        "--sizes", help=f"comma-separated rows for the throughput scaling (default {FULL['sizes']})"
     )
+    p.add_argument(
+        "--scale-methods", default="ours", help="methods measured at every size: ours, ours_lsh, rensa, ..."
+    )
+    p.add_argument("--reps", type=int, help=f"interleaved repetitions (default {FULL['reps']})")
+    p.add_argument(
+        "--per-token-docs",
+        type=int,
+        help=f"rows for datasketch per-shingle updates (default {FULL['per_token_docs']})",
+    )
+    p.add_argument("--dup-fraction", type=float, default=0.1, help="share of rows planted as near-duplicates")
+    p.add_argument("--max-edits", type=int, default=8, help="line edits per planted copy: 1 to this many")
+    p.add_argument(
+        "--batch", type=int, default=1000, help="rows per minhash_signatures call (the executor's batch)"
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cli-override", action="append", default=[], help="extra build CLI override, repeatable")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    p.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    for key, value in (QUICK if args.quick else FULL).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    args.scale_methods = args.scale_methods.split(",")
+    return args
+
+
+@dataclass
+class Corpus:
+    """The rows of the largest size, and what the quality section knows about the first ``n``."""
+
+    rows: list[dict]
+    plants: dict[int, int]  # planted row -> its source row
+    files_found: int
+    n: int
+    truth: dict[tuple[int, int], float]  # exact Jaccard of every pair of the first n rows at >= threshold
+    plant_jaccard: list[float]  # of each plant among the first n rows to its source
+
+
+def make_corpus(n: int, sizes: list[int], args: argparse.Namespace) -> Corpus:
+    rows, plants, files = build_corpus(max(n, *sizes), args.seed, args.dup_fraction, args.max_edits)
+    texts = [dedup_text(r) for r in rows[:n]]
+    ngram = PIPELINE_CFG.ngram
+    plant_j = pair_jaccard(texts, [(s, p) for p, s in plants.items() if p < n], ngram)
+    return Corpus(rows, plants, files, n, exact_pairs(texts, ngram, PIPELINE_CFG.threshold), plant_j)
+
+
+def plan_of(n: int, sizes: list[int], args) -> list[tuple[str, int]]:
+    """(method, rows) of every measurement: all methods at n, the scaled ones at every size."""
+    plan = [(m, n) for m in (*LIBRARY, "cli", "datasketch_bulk", "rensa")]
+    plan.append(("datasketch_token", min(n, args.per_token_docs)))
+    return plan + [(m, s) for s in sizes for m in args.scale_methods if (m, s) not in plan]
+
+
+def main() -> None:
+    args = parse_args()
+    if args.worker:
+        return worker_main(args)
+    sizes, n = sorted(int(s) for s in args.sizes.split(",")), args.docs
+    corpus = make_corpus(n, sizes, args)
+    with tempfile.TemporaryDirectory(prefix="bench-dedup-") as tmp:
+        shared, cli = Path(tmp, "corpus.jsonl"), Path(tmp, f"corpus-{n}.jsonl")
+        write_jsonl(corpus.rows, shared)
+        write_jsonl(corpus.rows[:n], cli)
+        runs = interleaved(plan_of(n, sizes, args), shared, cli, args)
+    runs["datasketch_token", n] = runs["datasketch_token", min(n, args.per_token_docs)]
+    report(runs, corpus, sizes, args)
+
+
+def report(runs: dict, corpus: Corpus, sizes: list[int], args: argparse.Namespace) -> None:
+    n = corpus.n
+    console = Console(width=200)
+    console.print(corpus_table(corpus))
+    console.print(speed_table(runs, n, args))
+    q = {m: quality(m, runs[m, n][0], corpus.truth, corpus.plants) for m in (*LIBRARY, *BASELINES)}
+    console.print(quality_table(q))
+    console.print(scaling_table(runs, sizes, args.scale_methods))
+    console.print(cli_table(runs, n))
+    median_rate = {m: statistics.median(rates(runs[m, n])) for m in (*LIBRARY, *BASELINES)}
+    lib_s = statistics.median(x["seconds"] for x in runs["ours", n])
+    figures = {
+        "ratio_vs_rensa": median_rate["ours"] / median_rate["rensa"],
+        "cli_dedup_over_library": cli_median(runs["cli", n], "seconds") / lib_s,
+        "scaling": statistics.median(rates(runs["ours", sizes[-1]]))
+        / statistics.median(rates(runs["ours", sizes[0]])),
+    }
+    console.print(targets_table(figures))
+    print_result(n, sizes, median_rate, figures, q, runs)
+
+
+def print_result(n, sizes, median_rate, figures, q, runs) -> None:
+    fields = {"docs": n, "reps": len(runs["ours", n])}
+    fields.update({f"{m}_docs_per_s": f"{r:.1f}" for m, r in median_rate.items()})
+    fields.update(
+        {f"ratio_vs_{m}": f"{median_rate['ours'] / r:.2f}" for m, r in median_rate.items() if m != "ours"}
+    )
+    for size in sizes:
+        fields[f"ours_docs_per_s_{size}"] = f"{statistics.median(rates(runs['ours', size])):.1f}"
+    fields[f"scaling_{sizes[-1]}_over_{sizes[0]}"] = f"{figures['scaling']:.3f}"
+    fields["cli_dedup_over_library"] = f"{figures['cli_dedup_over_library']:.3f}"
+    cli = runs["cli", n]
+    fields["cli_dedup_s"] = f"{cli_median(cli, 'seconds'):.3f}"
+    fields["cli_wall_s"] = f"{cli_median(cli, 'wall_seconds'):.3f}"
+    fields["library_s"] = f"{statistics.median(x['seconds'] for x in runs['ours', n]):.3f}"
+    for m, x in q.items():
+        for key in ("precision", "recall", "removed_precision", "removed_recall"):
+            fields[f"{m}_{key}"] = f"{x[key]:.4f}"
+    for m in (*LIBRARY, *BASELINES):
+        fields[f"{m}_rss_mb"] = f"{statistics.median(x['rss_peak_mb'] for x in runs[m, n]):.0f}"
+    print("RESULT " + " ".join(f"{k}={v}" for k, v in fields.items()))
 
 
 if __name__ == "__main__":
