@@ -53,10 +53,12 @@ from data_pipeline.lsh import (
 from data_pipeline.minhash import minhash_signatures
 from data_pipeline.shards import (
     ArrowSource,
+    RawWriter,
     arrow_source,
     batches,
     dataset_from_files,
     load_array,
+    load_raw,
     read_rows,
     save_array,
     save_json,
@@ -141,8 +143,14 @@ def bucket_task(task: Task, *, sig_prefixes: list[str]) -> dict:
 
 
 @resumable
-def sets_task(task: Task, *, src: dict, cfg: MinHashConfig, text: str, group_prefixes: list[str]) -> dict:
-    """Shingle sets of this shard's documents that share a bucket with another document."""
+def sets_task(
+    task: Task, *, src: dict, cfg: MinHashConfig, text: str, group_prefixes: list[str], batch_rows: int
+) -> dict:
+    """Shingle sets of this shard's documents that share a bucket with another document.
+
+    Texts are read `batch_rows` at a time and the hashes streamed to a raw file, so memory holds
+    one batch of texts and the set offsets, not the shard's sets.
+    """
     start, stop = task["rows"]
     found = []
     for prefix in map(Path, group_prefixes):
@@ -150,12 +158,18 @@ def sets_task(task: Task, *, src: dict, cfg: MinHashConfig, text: str, group_pre
         lo, hi = np.searchsorted(involved, [start, stop])
         found.append(np.asarray(involved[lo:hi]))
     docs = np.unique(np.concatenate([np.empty(0, dtype=np.int64), *found]))
-    table = take_rows(ArrowSource.from_dict(src), docs, TEXT_COLUMNS[text])
-    offsets, hashes = sets_csr(dedup_texts(table.to_pydict(), text), cfg)
-    prefix = Path(task["prefix"])
-    save_array(prefix.with_suffix(".offsets.npy"), offsets)
-    save_array(prefix.with_suffix(".hashes.npy"), hashes)
-    save_array(prefix.with_suffix(".fp.npy"), set_fingerprints(offsets, hashes))
+    source, prefix = ArrowSource.from_dict(src), Path(task["prefix"])
+    offsets, fps, total = [np.zeros(1, dtype=np.int64)], [], 0
+    with RawWriter(prefix.with_suffix(".hashes.bin")) as out:
+        for lo in range(0, len(docs), batch_rows):
+            table = take_rows(source, docs[lo : lo + batch_rows], TEXT_COLUMNS[text])
+            batch_offsets, hashes = sets_csr(dedup_texts(table.to_pydict(), text), cfg)
+            out.write(hashes)
+            offsets.append(batch_offsets[1:] + total)
+            fps.append(set_fingerprints(batch_offsets, hashes))
+            total += len(hashes)
+    save_array(prefix.with_suffix(".offsets.npy"), np.concatenate(offsets))
+    save_array(prefix.with_suffix(".fp.npy"), np.concatenate([np.empty(0, dtype=np.uint64), *fps]))
     save_array(prefix.with_suffix(".docs.npy"), docs)
     return {"documents": len(docs)}
 
@@ -178,7 +192,7 @@ def _gather_sets(members: np.ndarray, set_prefixes: list[str], starts: np.ndarra
     hashes = np.empty(set_offsets[-1], dtype=np.uint64)
     for prefix, where, src_starts in found:
         copy_ranges(
-            np.asarray(load_array(prefix.with_suffix(".hashes.npy"))),
+            load_raw(prefix.with_suffix(".hashes.bin")),
             src_starts,
             hashes,
             set_offsets[where],
@@ -311,7 +325,13 @@ def run_minhash_dedup(
                 {"rows": r, "prefix": p, "done": p + ".json"}
                 for r, p in zip(shard_rows_of, set_prefixes, strict=True)
             ],
-            {"src": src.as_dict(), "cfg": cfg, "text": text, "group_prefixes": grp},
+            {
+                "src": src.as_dict(),
+                "cfg": cfg,
+                "text": text,
+                "group_prefixes": grp,
+                "batch_rows": executor.batch_size,
+            },
             desc="Shingle sets",
         )
     edges = [str(dirs["edges"] / Path(g).name) for g in grp]

@@ -124,3 +124,29 @@ def save_json(path: Path, value: Any) -> None:
     tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
     tmp.write_text(json.dumps(value))
     os.replace(tmp, path)
+
+
+class RawWriter:
+    """Appends uint64 arrays to a raw file, renamed into place on a clean exit (`load_raw` maps it)."""
+
+    def __init__(self, path: Path):
+        self.path, self.tmp = path, path.with_name(f"{path.name}.tmp-{os.getpid()}")
+
+    def __enter__(self) -> RawWriter:
+        self.fh = self.tmp.open("wb")
+        return self
+
+    def write(self, array: np.ndarray) -> None:
+        self.fh.write(np.ascontiguousarray(array, dtype=np.uint64).tobytes())
+
+    def __exit__(self, kind: object, *_: object) -> None:
+        self.fh.close()
+        if kind is None:
+            os.replace(self.tmp, self.path)
+
+
+def load_raw(path: Path) -> np.ndarray:
+    """A raw uint64 file, memory-mapped (an empty file maps to an empty array)."""
+    if path.stat().st_size == 0:
+        return np.empty(0, dtype=np.uint64)
+    return np.asarray(np.memmap(path, dtype=np.uint64, mode="r"))
