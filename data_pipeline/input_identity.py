@@ -5,7 +5,9 @@ file grows or a branch moves, so `run_pipeline` seeds the source stage's fingerp
 `input_identity(cfg.source)`:
 
 - files / disk: every file the source reads (the reader's own discovery, in reading order)
-  with its path, size, mtime_ns and an xxh3-64 hash of its bytes;
+  with its path, size and an xxh3-64 hash of its bytes. Content alone decides: a `touch`, a
+  copy or a checkout that leaves the bytes as they were reuses the stages, and an edit that
+  keeps size and mtime reruns them;
 - hub: name, subset and split, plus the dataset's revision sha when the hub answers
   (offline it is left out, never waited for);
 - git: the commit each mined ref resolves to in every repository.
@@ -56,17 +58,22 @@ def identity_summary(identity: dict[str, Any]) -> dict[str, Any]:
 
 
 def _file_identity(path: Path) -> dict[str, Any]:
-    stat = path.stat()
-    try:
-        digest = _content_hash(str(path), stat.st_size, stat.st_mtime_ns)
-    except OSError:  # the reader reports it (a dropped file, or an error for a named one)
-        digest = "unreadable"
-    return {"path": str(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "xxh3": digest}
+    """Path, size and content hash; a file that cannot be read (or vanished) is "unreadable"."""
+    try:  # the reader reports it (a dropped file, or an error for a named one)
+        stat = path.stat()
+        digest = _content_hash(str(path), stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+    except OSError:
+        return {"path": str(path), "size": 0, "xxh3": "unreadable"}
+    return {"path": str(path), "size": stat.st_size, "xxh3": digest}
 
 
 @lru_cache(maxsize=1 << 16)
-def _content_hash(path: str, size: int, mtime_ns: int) -> str:
-    """xxh3-64 of the bytes, streamed; size and mtime in the key let one run hash a file once."""
+def _content_hash(path: str, size: int, mtime_ns: int, ctime_ns: int, inode: int) -> str:
+    """xxh3-64 of the bytes, streamed; the stat fields in the key let one process hash a file once.
+
+    ctime and inode are there because mtime can be set back: a write, a `touch -d` or a
+    replacing rename changes one of them, so a file edited in place is hashed again.
+    """
     digest = xxhash.xxh3_64()
     with open(path, "rb") as fh:
         while chunk := fh.read(CHUNK_BYTES):

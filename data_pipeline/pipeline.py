@@ -76,7 +76,8 @@ def source_stage(
             f"{describe_source(cfg.source)}: all {total} rows were dropped at the source "
             f"({top_reasons(result.dropped)}); see {Path(cfg.out) / MANIFEST_FILE} and fix the input"
         )
-        manifest = build_manifest(cfg, [result], seconds=time.perf_counter() - started)
+        identity = identity_summary(input_identity(cfg.source))
+        manifest = build_manifest(cfg, [result], time.perf_counter() - started, identity)
         write_output(replace(cfg, push_to_hub=None), ds, {**manifest, "error": message})
         raise UserError(message)
     return ds, result
@@ -175,7 +176,8 @@ def _build(cfg: BuildConfig, out: Path) -> dict[str, Any]:
     )
     results: list[StageResult] = []
     ds: Dataset | None = None
-    key = fingerprint("input", input_identity(cfg.source))  # a changed input reruns every stage
+    identity = input_identity(cfg.source)  # read once: the rows and the manifest describe the same bytes
+    key = fingerprint("input", identity)  # a changed input reruns every stage
     started = time.perf_counter()
     try:
         for index, (name, stage, depends_on) in enumerate(planned_stages(cfg)):
@@ -200,13 +202,15 @@ def _build(cfg: BuildConfig, out: Path) -> dict[str, Any]:
         executor.close()
     assert ds is not None
     final = ds.sort("id")
-    manifest = build_manifest(cfg, results, seconds=time.perf_counter() - started)
+    manifest = build_manifest(cfg, results, time.perf_counter() - started, identity_summary(identity))
     write_output(cfg, final, manifest)
     shutil.rmtree(scratch, ignore_errors=True)  # shards of finished stages and of Ray map tasks
     return manifest
 
 
-def build_manifest(cfg: BuildConfig, results: list[StageResult], seconds: float) -> dict[str, Any]:
+def build_manifest(
+    cfg: BuildConfig, results: list[StageResult], seconds: float, identity: dict[str, Any]
+) -> dict[str, Any]:
     from data_pipeline.versions import versions
 
     dropped: Counter[str] = Counter()
@@ -217,7 +221,7 @@ def build_manifest(cfg: BuildConfig, results: list[StageResult], seconds: float)
         "input": results[0].input,
         "kept": results[-1].kept,
         "dropped": dict(sorted(dropped.items())),
-        "input_identity": identity_summary(input_identity(cfg.source)),
+        "input_identity": identity,
         "stages": [r.__dict__ for r in results],
         "config": cfg.as_dict(),
         "versions": versions(),

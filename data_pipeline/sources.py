@@ -5,8 +5,10 @@ broken JSON line, an undecodable file or a bad commit is counted and skipped, ne
 A file that breaks part-way (a damaged parquet row group, garbage under a data suffix, an
 I/O error) keeps the rows read before the damage and counts as one `corrupt_file`, with a
 warning naming it; only a path named in `source.paths` that yields nothing at all is a
-`UserError`. A folder named like a data file (`x.jsonl/`) is searched, not read. Hub
-datasets stream by default; local files are read in bounded chunks.
+`UserError`, and so is a named path that is no regular file or folder (a FIFO would block the
+build). A folder named like a data file (`x.jsonl/`) is searched, not read. A `disk` path
+that is a build's output folder reads the table it holds (`dataset/` or `data.parquet`), not
+its manifest. Hub datasets stream by default; local files are read in bounded chunks.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ import pyarrow as pa
 
 from core.errors import UserError
 from core.hub import HUB_PREFIX, load_hub_dataset
+from core.schema import build_output
 from data_pipeline.config import SourceConfig
 from data_pipeline.normalize import COMMITPACKFT_COLUMNS, normalize_row
 
@@ -29,20 +33,53 @@ Reader = Callable[[Path], Iterator[Raw]]
 CORRUPT_FILE = "corrupt_file"
 # What reading a damaged file raises part-way: I/O errors, bad bytes, and pyarrow's own errors.
 _DAMAGE = (OSError, ValueError, pa.ArrowException)
+# What turning one decoded Arrow value into Python raises: a date64 past year 9999, say.
+_VALUE_ERRORS = (OverflowError, ValueError, pa.ArrowException)
+# A compressed file under a .jsonl/.json name would be read as lines of noise.
+_COMPRESSED = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"\xfd7zXZ\x00": "xz", b"BZh": "bzip2"}
 log = logging.getLogger(__name__)
 
 
-def _jsonl(path: Path) -> Iterator[Raw]:
+def _loads(data: bytes) -> tuple[Any, str]:
+    """(value, "") or (None, reason). Valid JSON can fail too: Python refuses integers of over
+    4300 digits (a ValueError that is no JSONDecodeError), which must not end the file."""
+    try:
+        return json.loads(data), ""
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        return None, "broken_json"
+    except ValueError:
+        return None, "huge_number"
+
+
+def _record(value: Any, reason: str) -> Raw:
+    if reason:
+        return None, reason
+    return (value, "") if isinstance(value, dict) else (None, "not_a_record")
+
+
+def _refuse_compressed(head: bytes) -> None:
+    """A damaged-file error (one `corrupt_file`, or an error for a named path) for compressed bytes."""
+    for magic, kind in _COMPRESSED.items():
+        if head.startswith(magic):
+            raise ValueError(f"{kind}-compressed data; decompress it first")
+
+
+# A jsonl line longer than this many times `source.max_bytes` cannot hold a row that is kept (its
+# texts, each at most max_bytes, even fully \u-escaped): it is skipped as oversized, never held.
+LINE_BYTES_PER_MAX_BYTES = 32
+
+
+def _jsonl(path: Path, max_line: int) -> Iterator[Raw]:
     with path.open("rb") as fh:
-        for line in fh:
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-                yield None, "broken_json"
-                continue
-            yield (record, "") if isinstance(record, dict) else (None, "not_a_record")
+        _refuse_compressed(fh.read(8))
+        fh.seek(0)
+        while line := fh.readline(max_line + 1):
+            if len(line) > max_line and not line.endswith(b"\n"):
+                while (rest := fh.readline(1 << 20)) and not rest.endswith(b"\n"):
+                    pass
+                yield None, "oversized"
+            elif line.strip():
+                yield _record(*_loads(line))
 
 
 def _parquet(path: Path) -> Iterator[Raw]:
@@ -51,31 +88,63 @@ def _parquet(path: Path) -> Iterator[Raw]:
     file = pq.ParquetFile(str(path))
     for group in range(file.num_row_groups):  # one at a time: a damaged group loses no earlier rows
         for batch in file.iter_batches(batch_size=1024, row_groups=[group]):
-            yield from ((row, "") for row in batch.to_pylist())
+            yield from _batch_rows(batch)
+
+
+def _batch_rows(batch: pa.RecordBatch) -> Iterator[Raw]:
+    """The batch's rows; if a value has no Python form, row by row, so only its own row is lost."""
+    try:
+        rows = batch.to_pylist()
+    except _VALUE_ERRORS:
+        yield from (_one_row(batch.slice(i, 1)) for i in range(batch.num_rows))
+        return
+    yield from ((row, "") for row in rows)
+
+
+def _one_row(batch: pa.RecordBatch) -> Raw:
+    try:
+        return batch.to_pylist()[0], ""
+    except _VALUE_ERRORS:
+        return None, "unconvertible_value"
 
 
 def _json(path: Path) -> Iterator[Raw]:
-    try:
-        records = json.loads(path.read_bytes())
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        yield None, "broken_json"
+    data = path.read_bytes()
+    _refuse_compressed(data[:8])
+    if not data.strip():  # like an empty .jsonl: no rows, not a broken one
+        return
+    records, reason = _loads(data)
+    if reason:
+        yield None, reason
         return
     for record in records if isinstance(records, list) else [records]:
-        yield (record, "") if isinstance(record, dict) else (None, "not_a_record")
+        yield _record(record, "")
 
 
 _READERS = {".jsonl": _jsonl, ".json": _json, ".parquet": _parquet}
 
 
 def data_files(root: Path) -> list[Path]:
-    """What a `files` source reads at `root`: the path itself, or a folder's data files at any depth, sorted."""
-    if not root.is_dir():
-        return [root]
-    return sorted(p for p in root.rglob("*") if p.suffix in _READERS and p.is_file())
+    """What a `files` source reads at `root`: the path itself, or a folder's data files at any depth, sorted.
+
+    Inside a folder, FIFOs, sockets and dangling links are passed over; a named one is an error.
+    """
+    if root.is_dir():
+        return sorted(p for p in root.rglob("*") if p.suffix in _READERS and p.is_file())
+    if not root.is_file():
+        raise UserError(
+            f"source.paths: {root} is not a regular file or a folder; pass a data file or its folder"
+        )
+    return [root]
 
 
 def is_saved_dataset(root: Path) -> bool:
     return (root / "state.json").exists() or (root / "dataset_dict.json").exists()
+
+
+def disk_table(root: Path) -> Path:
+    """What a `disk` path reads: a build output folder's table (`dataset/` or `data.parquet`), else the path."""
+    return build_output(root) or root
 
 
 def source_files(cfg: SourceConfig) -> list[Path]:
@@ -84,6 +153,7 @@ def source_files(cfg: SourceConfig) -> list[Path]:
         return []
     files: list[Path] = []
     for root in map(Path, cfg.paths):
+        root = disk_table(root) if cfg.kind == "disk" else root
         if cfg.kind == "disk" and is_saved_dataset(root):
             files += sorted(p for p in root.rglob("*") if p.is_file())
         else:
@@ -114,10 +184,12 @@ def _why(err: Exception) -> str:
     return f"{type(err).__name__}: {text.splitlines()[0][:200]}" if text else type(err).__name__
 
 
-def _files(paths: list[str]) -> Iterator[Raw]:
+def _files(paths: list[str], max_bytes: int) -> Iterator[Raw]:
     for root in map(Path, paths):
         for path in data_files(root):
             reader = _READERS.get(path.suffix)
+            if reader is _jsonl:
+                reader = partial(_jsonl, max_line=LINE_BYTES_PER_MAX_BYTES * max_bytes)
             if reader is None:
                 raise UserError(
                     f"source.paths: {path} is not a .jsonl, .json or .parquet file; rename it or pass its folder"
@@ -128,7 +200,10 @@ def _files(paths: list[str]) -> Iterator[Raw]:
 def _saved(root: Path) -> Iterator[Raw]:
     import datasets
 
-    ds = datasets.load_from_disk(str(root))
+    try:
+        ds = datasets.load_from_disk(str(root))
+    except (TypeError, KeyError, AttributeError) as err:  # a state.json or dataset_info.json of another shape
+        raise ValueError(f"not a save_to_disk folder: {type(err).__name__}: {err}") from err
     if isinstance(ds, datasets.DatasetDict):
         if "train" not in ds:
             raise UserError(
@@ -138,12 +213,12 @@ def _saved(root: Path) -> Iterator[Raw]:
     yield from ((row, "") for row in ds)
 
 
-def _disk(paths: list[str]) -> Iterator[Raw]:
-    for root in map(Path, paths):
+def _disk(paths: list[str], max_bytes: int) -> Iterator[Raw]:
+    for root in map(disk_table, map(Path, paths)):
         if is_saved_dataset(root):
             yield from _read(root, _saved, named=True)
         else:
-            yield from _files([str(root)])
+            yield from _files([str(root)], max_bytes)
 
 
 def _hub(cfg: SourceConfig) -> Iterator[Raw]:
@@ -172,8 +247,8 @@ def iter_raw(cfg: SourceConfig) -> Iterator[Raw]:
     """Every raw row of the source (up to `cfg.limit`)."""
     rows = {
         "hub": lambda: _hub(cfg),
-        "files": lambda: _files(cfg.paths),
-        "disk": lambda: _disk(cfg.paths),
+        "files": lambda: _files(cfg.paths, cfg.max_bytes),
+        "disk": lambda: _disk(cfg.paths, cfg.max_bytes),
         "git": lambda: _git(cfg),
     }[cfg.kind]()
     for i, item in enumerate(rows):

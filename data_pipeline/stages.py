@@ -1,10 +1,12 @@
 """Resumable stage outputs: each stage's rows and counts, written atomically.
 
 A stage writes `out/.stages/NN-name/` (a `save_to_disk` folder plus `stage.json`) into a
-temporary folder first and renames it into place, so a killed run leaves either a complete
-stage or none. A stage is reused only when its fingerprint (its config, chained after the
-input's identity and every earlier stage's) matches; a run started again after a crash
-therefore skips the finished stages and redoes the rest.
+temporary folder first and renames it into place (an older version is renamed away before
+it is removed), so a killed run leaves either a complete stage or none. A stage is reused only
+when its fingerprint (its config, chained after the input's identity and every earlier
+stage's) matches; a run started again after a crash therefore skips the finished stages and
+redoes the rest. A stage folder that cannot be loaded (files deleted or damaged by hand) is
+built again, with a warning.
 
 One build at a time writes into an `out` folder: `claim_output` takes an exclusive lock on
 `out/.lock` and then removes the temporaries a killed run left behind.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import shutil
 import time
@@ -24,12 +27,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import xxhash
 from datasets import Dataset, Features, load_from_disk
 
 from core.errors import UserError
 
 LOCK_FILE = ".lock"
 STAGES_DIR = ".stages"
+STATE_FILE = "state.json"
+# What loading a damaged stage folder raises: missing or truncated files, stage.json of another shape.
+_BROKEN_STAGE = (OSError, ValueError, KeyError, TypeError, AttributeError, pa.ArrowException)
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -78,8 +87,26 @@ def write_rows(rows: Iterable[dict[str, Any]], features: Features, path: Path) -
 
 
 def save_rows(ds: Dataset, folder: Path) -> None:
-    """`save_to_disk` that `load_from_disk` can read back at 0 rows (it would write no shard at all)."""
+    """`save_to_disk` that `load_from_disk` can read back at 0 rows (it would write no shard at all).
+
+    `datasets` gives each run's table a random fingerprint and writes it to `state.json`; it is
+    replaced by a hash of the saved rows, so the same rows give the same bytes, whether a build
+    ran straight through or was killed and resumed.
+    """
     ds.save_to_disk(str(folder), num_shards=None if len(ds) else 1)
+    state_path = folder / STATE_FILE
+    state = json.loads(state_path.read_text())
+    state["_fingerprint"] = _files_hash([folder / f["filename"] for f in state["_data_files"]])
+    state_path.write_text(json.dumps(state, indent=2, sort_keys=True))
+
+
+def _files_hash(paths: list[Path]) -> str:
+    digest = xxhash.xxh3_64()
+    for path in paths:
+        with path.open("rb") as fh:
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()
 
 
 class OutputLock:
@@ -128,26 +155,42 @@ class StageStore:
         return self.root / f"{index:02d}-{name}"
 
     def load(self, index: int, name: str, key: str) -> tuple[Dataset, StageResult] | None:
+        """The stage's rows and counts if they were built with `key`; None means build it again."""
         folder = self._dir(index, name)
         meta_path = folder / "stage.json"
         if not meta_path.exists():
             return None
-        meta = json.loads(meta_path.read_text())
-        if meta.get("key") != key:
+        try:
+            meta = json.loads(meta_path.read_text())
+            if meta.get("key") != key:
+                return None
+            result = StageResult(**meta["result"])
+            rows = load_from_disk(str(folder / "rows"))  # reads every shard through: truncation fails here
+        except _BROKEN_STAGE as err:
+            log.warning("stage %s: %s cannot be loaded (%s); building it again", name, folder, err)
             return None
-        return load_from_disk(str(folder / "rows")), StageResult(**meta["result"])
+        return rows, result
 
     def save(self, index: int, name: str, key: str, ds: Dataset, result: StageResult) -> Dataset:
         result.check()
         final = self._dir(index, name)
-        tmp = final.with_name(f"{final.name}.tmp-{os.getpid()}-{time.monotonic_ns()}")
+        tmp = self._temporary(final)
         save_rows(ds, tmp / "rows")
         (tmp / "stage.json").write_text(json.dumps({"key": key, "result": asdict(result)}, indent=2))
+        # An older version is renamed away, not removed in place: a kill never leaves its
+        # stage.json beside half its rows.
+        old = self._temporary(final)
         if final.exists():
-            shutil.rmtree(final)
+            os.replace(final, old)
         os.replace(tmp, final)
+        shutil.rmtree(old, ignore_errors=True)
         self.clear_after(index)
         return load_from_disk(str(final / "rows"))
+
+    @staticmethod
+    def _temporary(final: Path) -> Path:
+        """A sibling name `claim_output` and `clear_after` remove if a killed run leaves it."""
+        return final.with_name(f"{final.name}.tmp-{os.getpid()}-{time.monotonic_ns()}")
 
     def clear_after(self, index: int) -> None:
         """Later stages were built from an older version of this one: drop them."""

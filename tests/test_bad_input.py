@@ -6,7 +6,9 @@ failures run through `python -m data_pipeline.build` to see exactly what a user 
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +19,9 @@ import pytest
 from conftest import REPO, compose_build
 
 from data_pipeline.build import to_build_config
+from data_pipeline.config import SourceConfig
 from data_pipeline.pipeline import run_pipeline
+from data_pipeline.sources import iter_records
 
 FAST = ("pipeline=editpackft", "pipeline.decontaminate.enabled=false", "stats=false")
 
@@ -88,6 +92,51 @@ def test_a_bad_row_is_a_counted_drop(tmp_path, field, value, reason):
     assert manifest["dropped"] == {f"source:{reason}": 1}
 
 
+def _line(**fields) -> bytes:
+    return json.dumps({**good_row(9), **fields}).encode()
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (_line()[:-1] + b', "stars": ' + b"9" * 5000 + b"}", "huge_number"),  # valid JSON Python refuses
+        (_line(id={"a": 1}), "wrong_type"),
+        (_line(id=True), "wrong_type"),
+        (_line(id=1.5), "wrong_type"),
+        (_line(lang=["py"]), "wrong_type"),
+        (_line(source=5), "wrong_type"),
+        (_line(commit=["c1"]), "wrong_type"),
+        (_line(id="a\x00b"), "binary"),
+        (_line(lang="py\x00"), "binary"),
+        (_line()[:-1] + b', "meta": {"score": NaN}}', "bad_meta"),
+        (_line(meta='{"score": Infinity}'), "bad_meta"),
+        (_line(meta={"log": "x" * 2000}), "oversized"),
+        (_line(new_contents="\u00e9" * 600), "oversized"),  # 600 characters, 1200 UTF-8 bytes
+    ],
+)
+def test_a_bad_line_is_one_counted_drop_and_the_next_line_is_read(tmp_path, line, reason):
+    raw = tmp_path / "raw.jsonl"
+    raw.write_bytes(line + b"\n" + json.dumps(good_row(1)).encode() + b"\n")
+    results = list(iter_records(SourceConfig(kind="files", paths=[str(raw)], max_bytes=1000)))
+    assert [r for _, r in results] == [reason, ""]
+
+
+def test_ids_may_be_numbers_and_meta_is_strict_json(tmp_path):
+    raw = tmp_path / "raw.jsonl"
+    raw.write_bytes(_line(id=0) + b"\n" + _line(commit=7)[:-1] + b', "score": NaN, "rank": 3}\n')
+    (first, _), (second, _) = iter_records(SourceConfig(kind="files", paths=[str(raw)]))
+    assert first["id"] == "0" and second["id"] == "files:7:m.py"
+    assert json.loads(second["meta"], parse_constant=pytest.fail)["rank"] == 3  # NaN left out, not written
+
+
+def test_a_parquet_value_with_no_python_form_drops_only_its_row(tmp_path):
+    table = pa.Table.from_pylist([good_row(i) for i in range(3)])
+    days = pa.array([0, 2**62, 0], pa.date64())  # the middle one is past year 9999
+    pq.write_table(table.append_column("released", days), tmp_path / "raw.parquet")
+    results = list(iter_records(SourceConfig(kind="files", paths=[str(tmp_path / "raw.parquet")])))
+    assert [r for _, r in results] == ["", "unconvertible_value", ""]
+
+
 def test_a_truncated_jsonl_line_is_dropped_and_the_rest_kept(tmp_path):
     rows = [good_row(i) for i in range(3)]
     cut = json.dumps(good_row(7))[:60]
@@ -128,6 +177,41 @@ def test_damaged_files_in_a_folder_keep_the_rows_read_before_the_damage(tmp_path
     assert manifest["dropped"] == {"source:corrupt_file": 3}
     warned = " ".join(r.getMessage() for r in caplog.records)
     assert all(name in warned for name in ("garbage.parquet", "truncated.parquet", "z_late.parquet"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs Linux /proc")
+def test_a_file_that_fails_to_read_in_a_folder_is_one_corrupt_file(tmp_path, caplog):
+    """/proc/self/mem fails every read with EIO: an unreadable file even for root."""
+    jsonl(tmp_path / "in" / "a.jsonl", [good_row(i) for i in range(3)])
+    (tmp_path / "in" / "b.jsonl").symlink_to("/proc/self/mem")
+    with caplog.at_level("WARNING", logger="data_pipeline.sources"):
+        manifest = build(tmp_path / "in", tmp_path / "out")
+    assert (manifest["kept"], manifest["dropped"]) == (3, {"source:corrupt_file": 1})
+    assert "b.jsonl" in caplog.text
+
+
+def _contract_row(i: int) -> dict:
+    raw = good_row(i)
+    before, after, instruction = raw["old_contents"], raw["new_contents"], raw["subject"]
+    return {"id": f"r{i}", "before": before, "after": after, "instruction": instruction, "meta": "{}"}
+
+
+def test_a_disk_source_reads_the_table_of_a_build_folder_not_its_manifest(tmp_path):
+    """README's combined build passes build folders: their manifest and stats are no rows."""
+    from datasets import Dataset
+
+    arrow_build, parquet_build = tmp_path / "a", tmp_path / "b"
+    Dataset.from_list([_contract_row(i) for i in range(2)]).save_to_disk(str(arrow_build / "dataset"))
+    parquet_build.mkdir()
+    pq.write_table(
+        pa.Table.from_pylist([_contract_row(i) for i in range(2, 4)]), parquet_build / "data.parquet"
+    )
+    for folder in (arrow_build, parquet_build):
+        (folder / "manifest.json").write_text(json.dumps({"input": 2, "kept": 2}))
+        (folder / "stats.json").write_text("{}")
+    paths = f"source.paths=[{arrow_build},{parquet_build}]"
+    manifest = build(tmp_path / "unused", tmp_path / "out", "source=disk", paths)
+    assert (manifest["input"], manifest["kept"], manifest["dropped"]) == (4, 4, {})
 
 
 def test_filters_that_drop_every_row_write_an_empty_dataset(tmp_path):
@@ -176,7 +260,48 @@ def test_a_named_file_that_cannot_be_read_is_one_error_line(tmp_path):
     assert "cannot read" in line and "raw.parquet" in line
 
 
+def _fifo(path: Path) -> list[str]:
+    os.mkfifo(path)
+    return []
+
+
+def _gzip(path: Path) -> list[str]:
+    path.write_bytes(gzip.compress(json.dumps(good_row(1)).encode() + b"\n"))
+    return []
+
+
+def _bad_saved_dataset(path: Path) -> list[str]:
+    path.mkdir()
+    (path / "state.json").write_text("[1]")
+    (path / "dataset_info.json").write_text("[]")
+    return ["source=disk"]
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "says"),
+    [
+        ("raw.jsonl", _fifo, "is not a regular file or a folder"),  # reading it would block forever
+        ("raw.jsonl", _gzip, "gzip-compressed data; decompress it first"),
+        ("saved", _bad_saved_dataset, "not a save_to_disk folder"),
+    ],
+)
+def test_a_named_path_that_cannot_be_read_is_one_error_line(tmp_path, name, make, says):
+    path = tmp_path / name
+    line = assert_one_error_line(command_line(path, tmp_path / "out", *make(path)))
+    assert says in line and str(path) in line
+
+
 def test_a_named_file_of_an_unknown_type_is_one_error_line(tmp_path):
     (tmp_path / "raw.csv").write_text("a,b\n1,2\n")
     line = assert_one_error_line(command_line(tmp_path / "raw.csv", tmp_path / "out"))
     assert "raw.csv" in line and ".jsonl, .json or .parquet" in line
+
+
+def test_a_line_too_long_to_hold_a_kept_row_is_skipped_unread(tmp_path):
+    # max_bytes=2000 caps a line at 64,000 bytes; the giant line sits between good rows.
+    giant = json.dumps({**good_row(90), "old_contents": "x" * 200_000})
+    source = jsonl(tmp_path / "raw.jsonl", [good_row(i) for i in range(3)], (giant,))
+    with source.open("a") as fh:
+        fh.write("".join(json.dumps(good_row(i)) + "\n" for i in range(3, 6)))
+    manifest = build(source, tmp_path / "out", "source.max_bytes=2000")
+    assert manifest["dropped"] == {"source:oversized": 1} and manifest["kept"] == 6

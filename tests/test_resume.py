@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
 from conftest import REPO
 from test_bad_input import build, good_row, jsonl
 
@@ -40,6 +44,63 @@ def test_a_grown_or_edited_input_reruns_every_stage_and_an_untouched_one_none(tm
     assert resumed(again) == [True, True, True]
     assert (again["kept"], again["dropped"]) == (edited["kept"], edited["dropped"])
     assert again["input_identity"] == edited["input_identity"]
+
+
+def test_the_content_decides_not_the_timestamps(tmp_path):
+    """A touch reuses the stages; an edit that keeps size and mtime reruns them, in the same process too."""
+    raw, out = tmp_path / "raw.jsonl", tmp_path / "out"
+    jsonl(raw, [good_row(i) for i in range(4)])
+    build(raw, out)
+    os.utime(raw)
+    assert resumed(build(raw, out)) == [True, True, True]
+
+    stat = raw.stat()
+    edited = raw.read_text().replace("function 1", "function 7")
+    assert len(edited) == stat.st_size
+    raw.write_text(edited)
+    os.utime(raw, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert resumed(build(raw, out)) == [False, False, False]
+
+
+def _dataset_bytes(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((out / "dataset").iterdir())}
+
+
+def test_a_resumed_build_writes_the_same_bytes_as_a_straight_one(tmp_path):
+    """state.json included: `datasets` would write a random fingerprint into it on every run."""
+    raw, out = tmp_path / "raw.jsonl", tmp_path / "out"
+    jsonl(raw, [good_row(i) for i in range(6)])
+    build(raw, tmp_path / "straight")
+    build(raw, out)
+    shutil.rmtree(out / ".stages" / "02-dedup")  # as a kill during dedup leaves it
+    shutil.rmtree(out / "dataset")
+    assert resumed(build(raw, out)) == [True, True, False]
+    assert _dataset_bytes(out) == _dataset_bytes(tmp_path / "straight")
+
+
+def _delete_rows(stage: Path) -> None:
+    shutil.rmtree(stage / "rows")
+
+
+def _garble_stage_json(stage: Path) -> None:
+    (stage / "stage.json").write_text("{half-written")
+
+
+def _truncate_shard(stage: Path) -> None:
+    shard = next((stage / "rows").glob("*.arrow"))
+    shard.write_bytes(shard.read_bytes()[:100])
+
+
+@pytest.mark.parametrize("damage", [_delete_rows, _garble_stage_json, _truncate_shard])
+def test_a_damaged_stage_is_built_again(tmp_path, caplog, damage):
+    raw, out = tmp_path / "raw.jsonl", tmp_path / "out"
+    jsonl(raw, [good_row(i) for i in range(4)])
+    first = build(raw, out)
+    damage(out / ".stages" / "01-filter")
+    with caplog.at_level("WARNING", logger="data_pipeline.stages"):
+        again = build(raw, out)
+    assert resumed(again) == [True, False, False] and "01-filter" in caplog.text
+    assert (again["kept"], again["dropped"]) == (first["kept"], first["dropped"])
 
 
 def test_the_identity_of_a_folder_counts_every_file_it_reads(tmp_path):
