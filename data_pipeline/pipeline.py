@@ -24,9 +24,11 @@ from datasets import Dataset
 from core.errors import UserError
 from core.schema import DATASET_DIR, MANIFEST_FILE, PARQUET_FILE, edit_features
 from data_pipeline.config import BuildConfig
+from data_pipeline.decontam import decontaminate
 from data_pipeline.executors import Executor, make_executor
 from data_pipeline.filters import filter_batch
 from data_pipeline.input_identity import identity_summary, input_identity
+from data_pipeline.near_dedup import near_dedup
 from data_pipeline.sources import describe_source, iter_records
 from data_pipeline.stages import (
     StageResult,
@@ -111,16 +113,12 @@ def filter_stage(
 
 
 def dedup_stage(cfg: BuildConfig, ds: Dataset, executor: Executor, work: Path) -> tuple[Dataset, StageResult]:
-    from data_pipeline.near_dedup import near_dedup
-
     return near_dedup(ds, cfg.pipeline.dedup, executor, work)
 
 
 def decontam_stage(
     cfg: BuildConfig, ds: Dataset, executor: Executor, work: Path
 ) -> tuple[Dataset, StageResult]:
-    from data_pipeline.decontam import decontaminate
-
     return decontaminate(ds, cfg.pipeline.decontaminate, cfg.pipeline.dedup, executor)
 
 
