@@ -284,9 +284,8 @@ def run_minhash_dedup(
 ) -> tuple[Dataset, dict[str, int]]:
     """`ds` without near-duplicates (input order kept) and the job's counts; resumable in `work`."""
     if len(ds) == 0:
-        return ds, dict.fromkeys(
-            ("shards", "groups", "bucket_pairs", "exact_checks", "checks_rejected", "clusters"), 0
-        )
+        counts = ("shards", "key_partitions", "groups", "bucket_pairs", "exact_checks", "checks_rejected")
+        return ds, {**dict.fromkeys(counts, 0), "bands": cfg.bands_rows()[0], "clusters": 0}
     src = arrow_source(ds, work)
     n, shard_rows = src.num_rows, executor.shard_rows
     starts = list(range(0, n, shard_rows))
