@@ -2,9 +2,11 @@
 
 ``find_duplicates`` puts two documents in one bucket when any band of their signatures
 (the bands and rows of ``MinHashConfig.bands_rows``, as ``datasketch.MinHashLSH`` picks them)
-is identical. With ``cfg.exact_check`` a bucket's members are joined only through pairs whose
-exact Jaccard similarity reaches the threshold; without it a bucket is one cluster. Clusters
-are the connected components over all bands, and each keeps its lowest id.
+is identical. Without ``cfg.exact_check`` a bucket is one cluster. With it, a bucket's pairs
+are joined when their signatures' Jaccard estimate is clearly above the threshold (by five
+standard deviations of the estimate), dropped when clearly below, and otherwise decided by
+the exact Jaccard of their shingle sets (`lsh.py`). Clusters are the connected components
+over all bands, and each keeps its lowest id.
 
 Ids are ordered naturally and deterministically: runs of ASCII digits compare as numbers,
 the rest as text, ties broken by plain string order (``"r2" < "r10"``, ``"r01" < "r1"``).
@@ -24,13 +26,14 @@ import numpy as np
 
 from data_pipeline.lsh import (
     band_keys,
+    estimate_groups,
+    estimate_margin,
     groups_of,
     pairs_of_groups,
     roots,
-    set_fingerprints,
     star_edges,
     union_edges,
-    verify_groups,
+    verify_pairs,
 )
 from data_pipeline.minhash import MinHashConfig, minhash_signatures, shingle_set_csr
 
@@ -55,7 +58,8 @@ class DedupResult:
     cluster_of: dict[str, str]  # removed id -> kept id of its cluster
     n_clusters: int  # clusters with >= 2 members
     n_bucket_pairs: int  # sum over bands and buckets of k*(k-1)/2: the pairs LSH proposes, repeats included
-    n_checks: int  # exact Jaccard checks made (0 without exact_check)
+    n_estimates: int  # pairs decided or sent on by their signatures' Jaccard estimate
+    n_checks: int  # exact Jaccard checks made: the ambiguous pairs (0 without exact_check)
     n_rejected: int  # checks below the threshold
 
 
@@ -107,19 +111,23 @@ def find_duplicates(
     groups = [groups_of(keys[b], docs) for b in range(keys.shape[0])]
     bucket_pairs = sum(int((np.diff(off) * (np.diff(off) - 1) // 2).sum()) for off, _ in groups)
     parent = docs.copy()
-    checks = rejected = 0
-    if cfg.exact_check and groups:
+    estimates = checks = rejected = 0
+    if cfg.exact_check:
         assert texts is not None
-        involved = np.unique(np.concatenate([members for _, members in groups]))
-        set_offsets, set_hashes = sets_csr([texts[i] for i in involved], cfg)
-        fingerprints = set_fingerprints(set_offsets, set_hashes)
+        margin = estimate_margin(cfg.threshold, cfg.num_perm)
+        ambiguous = [np.empty((0, 2), dtype=np.int64)]
         for offsets, members in groups:
-            slot = np.searchsorted(involved, members)
-            edges, c, r = verify_groups(
-                offsets, members, slot, set_offsets, set_hashes, fingerprints, cfg.threshold
-            )
+            edges, pairs, n = estimate_groups(offsets, members, members, sigs, cfg.threshold, margin)
             union_edges(parent, edges)
-            checks, rejected = checks + c, rejected + r
+            ambiguous.append(pairs)
+            estimates += n
+        pairs = np.concatenate(ambiguous)
+        involved = np.unique(pairs)
+        set_offsets, set_hashes = sets_csr([texts[i] for i in involved], cfg)
+        slot = np.searchsorted(involved, pairs.ravel())
+        accepted = verify_pairs(pairs, slot, set_offsets, set_hashes, cfg.threshold)
+        union_edges(parent, accepted)
+        checks, rejected = len(pairs), len(pairs) - len(accepted)
     else:
         for offsets, members in groups:
             union_edges(parent, star_edges(offsets, members))
@@ -130,6 +138,7 @@ def find_duplicates(
         cluster_of={ids[i]: ids[rep[i]] for i in np.flatnonzero(~keep)},
         n_clusters=len(set(rep[~keep].tolist())),
         n_bucket_pairs=bucket_pairs,
+        n_estimates=estimates,
         n_checks=checks,
         n_rejected=rejected,
     )

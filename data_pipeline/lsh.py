@@ -9,11 +9,14 @@ bucket group file, one edge file), so the sharded job (`minhash_job.py`) and the
   equal; for distinct bands of ``rows`` values a false collision has probability 2^-64.
 - **Groups**: the buckets of one band holding two or more documents, as CSR arrays
   (``offsets``, ``members``; members ascending).
-- **Verification** (``exact_check``): inside each group, documents with identical shingle
-  sets are merged without a check, then every pair not already connected within the group
-  is checked by exact Jaccard of the sorted shingle-hash sets. Skipping connected pairs
-  keeps the connected components equal to those of "check every pair", at a fraction of
-  the checks on large clusters.
+- **Decisions** (``exact_check``): inside each group, documents with identical signatures
+  join without a check; every other pair not already connected within the group gets the
+  signatures' estimate of its Jaccard similarity (the share of equal MinHash values). An
+  estimate more than ``margin`` above the threshold joins the pair, one more than ``margin``
+  below it rejects the pair, and a pair in between is *ambiguous*: it is decided by the exact
+  Jaccard of its sorted shingle-hash sets (``verify_pairs``). Skipping connected pairs keeps
+  the connected components those of "decide every pair", at a fraction of the work on large
+  clusters, and shingle sets are needed only for documents of ambiguous pairs.
 """
 
 from __future__ import annotations
@@ -64,16 +67,6 @@ def star_edges(offsets: np.ndarray, members: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def set_fingerprints(set_offsets, set_hashes):
-    """A 64-bit fingerprint of each sorted shingle set, so identical sets group without a merge."""
-    n = set_offsets.shape[0] - 1
-    out = np.empty(n, dtype=np.uint64)
-    for i in range(n):
-        out[i] = xxh64_words(set_hashes, set_offsets[i], set_offsets[i + 1] - set_offsets[i])
-    return out
-
-
-@njit(cache=True)
 def _jaccard_at_least(a, b, threshold):
     """|A ∩ B| / |A ∪ B| >= threshold for sorted unique arrays, stopping once the answer is known."""
     la, lb = a.shape[0], b.shape[0]
@@ -106,60 +99,86 @@ def _find(parent, x):
     return x
 
 
-@njit(cache=True)
-def verify_groups(offsets, members, slot, set_offsets, set_hashes, fingerprints, threshold):
-    """Accepted edges of every group, plus (checks made, checks rejected).
+def estimate_margin(threshold: float, num_perm: int, z: float = 5.0) -> float:
+    """z standard deviations of a MinHash estimate of a Jaccard at ``threshold``."""
+    return z * float(np.sqrt(threshold * (1.0 - threshold) / num_perm))
 
-    ``slot[i]`` is the index of ``members[i]``'s shingle set in (``set_offsets``,
-    ``set_hashes``, ``fingerprints``). Members with identical sets join their first such
-    member unchecked; the distinct sets are then checked pairwise, skipping pairs already
-    connected. At most one edge per member is emitted.
+
+@njit(cache=True)
+def estimate_groups(offsets, members, slot, sigs, threshold, margin):
+    """Decide each group's pairs by their signatures: (edges joined, ambiguous pairs, estimates made).
+
+    ``slot[i]`` is the row of ``members[i]``'s signature in ``sigs``. Members with identical
+    signatures join their first such member unchecked (a thousand copies cost a sort, not a
+    million estimates); the distinct signatures are then compared pairwise. An ambiguous pair
+    is listed for the exact check and left unjoined.
     """
     edges = np.empty((members.shape[0], 2), dtype=np.int64)
-    n_edges = checks = rejected = 0
+    pairs = np.empty((16, 2), dtype=np.int64)
+    n_edges = n_pairs = estimates = 0
+    num_perm = sigs.shape[1]
     for g in range(offsets.shape[0] - 1):
         lo, k = offsets[g], offsets[g + 1] - offsets[g]
-        order = np.argsort(fingerprints[slot[lo : lo + k]], kind="mergesort")
-        distinct = np.empty(k, dtype=np.int64)  # one member per distinct set, in fingerprint order
+        prints = np.empty(k, dtype=np.uint64)
+        for i in range(k):
+            prints[i] = xxh64_words(sigs[slot[lo + i]], 0, num_perm)
+        order = np.argsort(prints, kind="mergesort")
+        distinct = np.empty(k, dtype=np.int64)
         n_distinct = 0
         for t in range(k):
             x = order[t]
-            sx = slot[lo + x]
-            if n_distinct and _same(set_hashes, set_offsets, slot[lo + distinct[n_distinct - 1]], sx):
-                edges[n_edges, 0], edges[n_edges, 1] = members[lo + distinct[n_distinct - 1]], members[lo + x]
-                n_edges += 1
-            else:
-                distinct[n_distinct] = x
-                n_distinct += 1
+            if n_distinct:
+                first = distinct[n_distinct - 1]
+                if (sigs[slot[lo + first]] == sigs[slot[lo + x]]).all():
+                    edges[n_edges, 0], edges[n_edges, 1] = members[lo + first], members[lo + x]
+                    n_edges += 1
+                    continue
+            distinct[n_distinct] = x
+            n_distinct += 1
         distinct = np.sort(distinct[:n_distinct])
         parent = np.arange(n_distinct)
         for x in range(1, n_distinct):
-            sx = slot[lo + distinct[x]]
-            a = set_hashes[set_offsets[sx] : set_offsets[sx + 1]]
+            sx = sigs[slot[lo + distinct[x]]]
             for y in range(x):
                 rx, ry = _find(parent, x), _find(parent, y)
                 if rx == ry:
                     continue
-                checks += 1
-                sy = slot[lo + distinct[y]]
-                if _jaccard_at_least(a, set_hashes[set_offsets[sy] : set_offsets[sy + 1]], threshold):
+                sy = sigs[slot[lo + distinct[y]]]
+                equal = 0
+                for j in range(num_perm):
+                    equal += sx[j] == sy[j]
+                estimates += 1
+                estimate = equal / num_perm
+                a, b = members[lo + distinct[y]], members[lo + distinct[x]]
+                if estimate >= threshold + margin:
                     parent[max(rx, ry)] = min(rx, ry)
-                    edges[n_edges, 0], edges[n_edges, 1] = (
-                        members[lo + distinct[y]],
-                        members[lo + distinct[x]],
-                    )
+                    edges[n_edges, 0], edges[n_edges, 1] = a, b
                     n_edges += 1
-                else:
-                    rejected += 1
-    return edges[:n_edges], checks, rejected
+                elif estimate > threshold - margin:
+                    if n_pairs == pairs.shape[0]:
+                        grown = np.empty((2 * n_pairs, 2), dtype=np.int64)
+                        grown[:n_pairs] = pairs
+                        pairs = grown
+                    pairs[n_pairs, 0], pairs[n_pairs, 1] = a, b
+                    n_pairs += 1
+    return edges[:n_edges], pairs[:n_pairs], estimates
 
 
 @njit(cache=True)
-def _same(set_hashes, set_offsets, s, t):
-    a0, a1, b0, b1 = set_offsets[s], set_offsets[s + 1], set_offsets[t], set_offsets[t + 1]
-    if a1 - a0 != b1 - b0:
-        return False
-    return (set_hashes[a0:a1] == set_hashes[b0:b1]).all()
+def verify_pairs(pairs, slot, set_offsets, set_hashes, threshold):
+    """The pairs whose exact shingle-set Jaccard reaches ``threshold``.
+
+    ``slot`` maps the pairs' documents, flattened (two per pair), to their sets.
+    """
+    keep = np.zeros(pairs.shape[0], dtype=np.bool_)
+    for p in range(pairs.shape[0]):
+        a, b = slot[2 * p], slot[2 * p + 1]
+        keep[p] = _jaccard_at_least(
+            set_hashes[set_offsets[a] : set_offsets[a + 1]],
+            set_hashes[set_offsets[b] : set_offsets[b + 1]],
+            threshold,
+        )
+    return pairs[keep]
 
 
 @njit(cache=True)

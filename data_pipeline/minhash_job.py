@@ -9,15 +9,16 @@ run in local processes or as Ray Data tasks across nodes (`executors.py`).
    each band's key per document, sorted by (partition, key): ``sig/sNNNNN.*``.
 2. **buckets** (one task per band and key partition): the partition's keys from every
    shard; buckets with two or more documents become a group file ``groups/bBBB-pPPPP.*``.
-3. **sets** (exact check only, one task per input shard): the shingle sets of the shard's
-   documents that are in some group, computed once: ``sets/sNNNNN.*``.
-4. **verify** (one task per group file): per bucket, exact Jaccard checks in compiled code
-   (`lsh.verify_groups`), or the whole bucket as one cluster without the check:
-   ``edges/bBBB-pPPPP.npy``.
-5. **components** (one task): union-find over every edge file, one at a time (8 bytes per
+3. **decisions**, without the exact check: each bucket is one cluster (``star_task``). With
+   it: **estimates** (one task per group file) join pairs whose signatures clearly clear the
+   threshold, reject those clearly below it and list the ambiguous rest (`lsh.estimate_groups`);
+   **sets** (one task per input shard) compute the shingle sets of the documents in ambiguous
+   pairs, once each; **exact** (one task per group file) decides the ambiguous pairs by exact
+   Jaccard in compiled code (`lsh.verify_pairs`). Edges go to ``edges/``.
+4. **components** (one task): union-find over every edge file, one at a time (8 bytes per
    document), and the lowest id of each cluster (ids read only for clustered documents):
    ``drops/sNNNNN.npy``.
-6. **filter** (one task per input shard): the shard without its dropped rows: ``kept/sNNNNN.arrow``.
+5. **filter** (one task per input shard): the shard without its dropped rows: ``kept/sNNNNN.arrow``.
 
 Each task writes its outputs under temporary names, renames them into place and writes a
 ``.json`` with its counts last; a rerun skips every task whose ``.json`` exists, so a killed
@@ -43,12 +44,13 @@ from data_pipeline.executors import Executor
 from data_pipeline.lsh import (
     band_keys,
     copy_ranges,
+    estimate_groups,
+    estimate_margin,
     groups_of,
     roots,
-    set_fingerprints,
     star_edges,
     union_edges,
-    verify_groups,
+    verify_pairs,
 )
 from data_pipeline.minhash import minhash_signatures
 from data_pipeline.shards import (
@@ -97,23 +99,28 @@ def _group(band: int, part: int) -> str:
 def signature_task(
     task: Task, *, src: dict, cfg: MinHashConfig, text: str, parts: int, batch_rows: int
 ) -> dict:
-    """Band keys of one input shard, each band sorted by (key partition, key)."""
+    """Band keys of one input shard, each band sorted by (key partition, key), and the signatures
+    themselves when an exact check will need their estimates."""
     source, (start, stop) = ArrowSource.from_dict(src), task["rows"]
     bands, rows = cfg.bands_rows()
     keys = np.empty((bands, stop - start), dtype=np.uint64)
+    sigs = np.empty((stop - start, cfg.num_perm), dtype=np.uint64) if cfg.exact_check else None
     for k, table in enumerate(batches(source, start, stop, batch_rows, TEXT_COLUMNS[text])):
-        sigs = minhash_signatures(dedup_texts(table.to_pydict(), text), cfg)
-        keys[:, k * batch_rows : k * batch_rows + len(sigs)] = band_keys(sigs, bands, rows)
+        batch = minhash_signatures(dedup_texts(table.to_pydict(), text), cfg)
+        keys[:, k * batch_rows : k * batch_rows + len(batch)] = band_keys(batch, bands, rows)
+        if sigs is not None:
+            sigs[k * batch_rows : k * batch_rows + len(batch)] = batch
     part = keys % np.uint64(parts)
     order = np.lexsort((keys, part), axis=-1)
-    docs = order + start  # global document indices
     bounds = np.stack(
         [np.searchsorted(np.take_along_axis(part, order, -1)[b], np.arange(parts + 1)) for b in range(bands)]
     )
     prefix = Path(task["prefix"])
     save_array(prefix.with_suffix(".keys.npy"), np.take_along_axis(keys, order, -1))
-    save_array(prefix.with_suffix(".docs.npy"), docs.astype(np.int64))
+    save_array(prefix.with_suffix(".docs.npy"), (order + start).astype(np.int64))  # global indices
     save_array(prefix.with_suffix(".parts.npy"), bounds.astype(np.int64))
+    if sigs is not None:
+        save_array(prefix.with_suffix(".sigs.npy"), sigs)
     return {"rows": stop - start}
 
 
@@ -133,60 +140,112 @@ def bucket_task(task: Task, *, sig_prefixes: list[str]) -> dict:
         all_members.append(members)
         base += len(members)
     offsets = np.concatenate(all_offsets)
-    members = np.concatenate([np.empty(0, dtype=np.int64), *all_members])
     prefix = Path(task["prefix"])
     save_array(prefix.with_suffix(".offsets.npy"), offsets)
-    save_array(prefix.with_suffix(".members.npy"), members)
-    save_array(prefix.with_suffix(".involved.npy"), np.unique(members))
+    save_array(
+        prefix.with_suffix(".members.npy"), np.concatenate([np.empty(0, dtype=np.int64), *all_members])
+    )
     sizes = np.diff(offsets)
     return {"groups": len(sizes), "bucket_pairs": int((sizes * (sizes - 1) // 2).sum())}
 
 
 @resumable
-def sets_task(
-    task: Task, *, src: dict, cfg: MinHashConfig, text: str, group_prefixes: list[str], batch_rows: int
+def star_task(task: Task) -> dict:
+    """Without the exact check a bucket is one cluster: edges from each group's first member."""
+    offsets = np.asarray(load_array(Path(task["groups"]).with_suffix(".offsets.npy")))
+    members = np.asarray(load_array(Path(task["groups"]).with_suffix(".members.npy")))
+    edges = star_edges(offsets, members)
+    save_array(Path(task["edges"]), edges)
+    return {"edges": len(edges)}
+
+
+@resumable
+def estimate_task(
+    task: Task, *, cfg: MinHashConfig, sig_prefixes: list[str], starts: list[int], chunk_members: int
 ) -> dict:
-    """Shingle sets of this shard's documents that share a bucket with another document.
+    """One group file decided by signature estimates: joined edges, and the ambiguous pairs left
+    for the exact check (with the documents they involve). Groups go in chunks of about
+    `chunk_members` members, so the signatures held at once are bounded."""
+    offsets = np.asarray(load_array(Path(task["groups"]).with_suffix(".offsets.npy")))
+    members = np.asarray(load_array(Path(task["groups"]).with_suffix(".members.npy")))
+    margin = estimate_margin(cfg.threshold, cfg.num_perm)
+    edges, pairs, estimates = [np.empty((0, 2), dtype=np.int64)], [np.empty((0, 2), dtype=np.int64)], 0
+    for lo, hi in _chunks(offsets, chunk_members):
+        chunk = members[offsets[lo] : offsets[hi]]
+        unique = np.unique(chunk)  # a document in several bands of the chunk is read once
+        sigs = _gather_rows(unique, sig_prefixes, np.asarray(starts))
+        e, p, n = estimate_groups(
+            offsets[lo : hi + 1] - offsets[lo],
+            chunk,
+            np.searchsorted(unique, chunk),
+            sigs,
+            cfg.threshold,
+            margin,
+        )
+        edges.append(e)
+        pairs.append(p)
+        estimates += n
+    pairs = np.concatenate(pairs)
+    prefix = Path(task["prefix"])
+    save_array(Path(task["edges"]), np.concatenate(edges))
+    save_array(prefix.with_suffix(".pairs.npy"), pairs)
+    save_array(prefix.with_suffix(".involved.npy"), np.unique(pairs))
+    return {"estimates": int(estimates), "ambiguous": len(pairs)}
+
+
+def _gather_rows(docs: np.ndarray, sig_prefixes: list[str], starts: np.ndarray) -> np.ndarray:
+    """The signatures of ascending global `docs`, read from their shards' signature files."""
+    shard_of = np.searchsorted(starts, docs, side="right") - 1
+    parts = []
+    for s in np.unique(shard_of):
+        rows = docs[shard_of == s] - starts[s]
+        parts.append(np.asarray(load_array(Path(sig_prefixes[s]).with_suffix(".sigs.npy"))[rows]))
+    return np.concatenate(parts) if parts else np.empty((0, 1), dtype=np.uint64)
+
+
+@resumable
+def sets_task(
+    task: Task, *, src: dict, cfg: MinHashConfig, text: str, pair_prefixes: list[str], batch_rows: int
+) -> dict:
+    """Shingle sets of this shard's documents that are in an ambiguous pair.
 
     Texts are read `batch_rows` at a time and the hashes streamed to a raw file, so memory holds
     one batch of texts and the set offsets, not the shard's sets.
     """
     start, stop = task["rows"]
     found = []
-    for prefix in map(Path, group_prefixes):
+    for prefix in map(Path, pair_prefixes):
         involved = load_array(prefix.with_suffix(".involved.npy"))
         lo, hi = np.searchsorted(involved, [start, stop])
         found.append(np.asarray(involved[lo:hi]))
     docs = np.unique(np.concatenate([np.empty(0, dtype=np.int64), *found]))
     source, prefix = ArrowSource.from_dict(src), Path(task["prefix"])
-    offsets, fps, total = [np.zeros(1, dtype=np.int64)], [], 0
+    offsets, total = [np.zeros(1, dtype=np.int64)], 0
     with RawWriter(prefix.with_suffix(".hashes.bin")) as out:
         for lo in range(0, len(docs), batch_rows):
             table = take_rows(source, docs[lo : lo + batch_rows], TEXT_COLUMNS[text])
             batch_offsets, hashes = sets_csr(dedup_texts(table.to_pydict(), text), cfg)
             out.write(hashes)
             offsets.append(batch_offsets[1:] + total)
-            fps.append(set_fingerprints(batch_offsets, hashes))
             total += len(hashes)
     save_array(prefix.with_suffix(".offsets.npy"), np.concatenate(offsets))
-    save_array(prefix.with_suffix(".fp.npy"), np.concatenate([np.empty(0, dtype=np.uint64), *fps]))
     save_array(prefix.with_suffix(".docs.npy"), docs)
     return {"documents": len(docs)}
 
 
-def _gather_sets(members: np.ndarray, set_prefixes: list[str], starts: np.ndarray) -> tuple[np.ndarray, ...]:
-    """CSR shingle sets (offsets, hashes, fingerprints) of `members`, in their order."""
-    shard_of = np.searchsorted(starts, members, side="right") - 1
-    found = []  # (shard, member positions, positions in the shard's set files)
-    lengths = np.zeros(len(members), dtype=np.int64)
-    fps = np.zeros(len(members), dtype=np.uint64)
+def _gather_sets(
+    docs: np.ndarray, set_prefixes: list[str], starts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """CSR shingle sets (offsets, hashes) of ascending global `docs`, in their order."""
+    shard_of = np.searchsorted(starts, docs, side="right") - 1
+    found = []  # (shard prefix, positions in docs, start of each set in the shard's hash file)
+    lengths = np.zeros(len(docs), dtype=np.int64)
     for s in np.unique(shard_of):
         prefix = Path(set_prefixes[s])
         where = np.flatnonzero(shard_of == s)
-        pos = np.searchsorted(load_array(prefix.with_suffix(".docs.npy")), members[where])
+        pos = np.searchsorted(load_array(prefix.with_suffix(".docs.npy")), docs[where])
         offsets = load_array(prefix.with_suffix(".offsets.npy"))
         lengths[where] = offsets[pos + 1] - offsets[pos]
-        fps[where] = load_array(prefix.with_suffix(".fp.npy"))[pos]
         found.append((prefix, where, np.asarray(offsets[pos])))
     set_offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
     hashes = np.empty(set_offsets[-1], dtype=np.uint64)
@@ -198,38 +257,26 @@ def _gather_sets(members: np.ndarray, set_prefixes: list[str], starts: np.ndarra
             set_offsets[where],
             lengths[where],
         )
-    return set_offsets, hashes, fps
+    return set_offsets, hashes
 
 
 @resumable
-def verify_task(
-    task: Task, *, cfg: MinHashConfig, set_prefixes: list[str] | None, starts: list[int], chunk_members: int
+def exact_task(
+    task: Task, *, cfg: MinHashConfig, set_prefixes: list[str], starts: list[int], chunk_members: int
 ) -> dict:
-    """Accepted edges of one group file: exact checks per bucket, or star edges without them.
-
-    Groups are checked in chunks of about `chunk_members` members, so the shingle sets held at
-    once are bounded whatever the size of the file.
-    """
-    prefix = Path(task["prefix"])
-    offsets = np.asarray(load_array(Path(task["groups"]).with_suffix(".offsets.npy")))
-    members = np.asarray(load_array(Path(task["groups"]).with_suffix(".members.npy")))
-    if set_prefixes is None:
-        save_array(prefix.with_suffix(".npy"), star_edges(offsets, members))
-        return {"edges": len(members) - len(offsets) + 1, "checks": 0, "rejected": 0}
-    edges, checks, rejected = [np.empty((0, 2), dtype=np.int64)], 0, 0
-    for lo, hi in _chunks(offsets, chunk_members):
-        chunk = members[offsets[lo] : offsets[hi]]
-        unique = np.unique(chunk)  # a document in several bands of the chunk is read once
-        set_offsets, hashes, fps = _gather_sets(unique, set_prefixes, np.asarray(starts))
-        e, c, r = verify_groups(
-            offsets[lo : hi + 1] - offsets[lo], chunk, np.searchsorted(unique, chunk),
-            set_offsets, hashes, fps, cfg.threshold,
-        )  # fmt: skip
-        edges.append(e)
-        checks, rejected = checks + c, rejected + r
-    edges = np.concatenate(edges)
-    save_array(prefix.with_suffix(".npy"), edges)
-    return {"edges": len(edges), "checks": int(checks), "rejected": int(rejected)}
+    """The ambiguous pairs of one group file decided by exact Jaccard, `chunk_members` documents at a time."""
+    pairs = np.asarray(load_array(Path(task["pairs"])))
+    accepted = [np.empty((0, 2), dtype=np.int64)]
+    step = max(1, chunk_members // 2)
+    for lo in range(0, len(pairs), step):
+        chunk = pairs[lo : lo + step]
+        docs = np.unique(chunk)
+        set_offsets, hashes = _gather_sets(docs, set_prefixes, np.asarray(starts))
+        slot = np.searchsorted(docs, chunk.ravel())
+        accepted.append(verify_pairs(chunk, slot, set_offsets, hashes, cfg.threshold))
+    edges = np.concatenate(accepted)
+    save_array(Path(task["edges"]), edges)
+    return {"checks": len(pairs), "rejected": len(pairs) - len(edges)}
 
 
 def _chunks(offsets: np.ndarray, members: int) -> list[tuple[int, int]]:
@@ -279,97 +326,138 @@ def filter_task(task: Task, *, src: dict, batch_rows: int) -> dict:
     return {"kept": write_arrow(Path(task["out"]), kept(), schema)}
 
 
+COUNTS = (
+    "shards",
+    "key_partitions",
+    "groups",
+    "bucket_pairs",
+    "estimates",
+    "exact_checks",
+    "checks_rejected",
+)
+
+
 def run_minhash_dedup(
     ds: Dataset, cfg: MinHashConfig, text: str, executor: Executor, work: Path
 ) -> tuple[Dataset, dict[str, int]]:
     """`ds` without near-duplicates (input order kept) and the job's counts; resumable in `work`."""
+    bands = cfg.bands_rows()[0]
     if len(ds) == 0:
-        counts = ("shards", "key_partitions", "groups", "bucket_pairs", "exact_checks", "checks_rejected")
-        return ds, {**dict.fromkeys(counts, 0), "bands": cfg.bands_rows()[0], "clusters": 0}
-    src = arrow_source(ds, work)
-    n, shard_rows = src.num_rows, executor.shard_rows
-    starts = list(range(0, n, shard_rows))
-    shard_rows_of = [(s, min(s + shard_rows, n)) for s in starts]
-    parts = max(1, math.ceil(n / executor.partition_rows))
-    bands, _ = cfg.bands_rows()
-    dirs = {name: work / name for name in ("sig", "groups", "sets", "edges", "drops", "kept")}
-    for d in dirs.values():
-        d.mkdir(parents=True, exist_ok=True)
-    sig = [str(dirs["sig"] / _shard(i)) for i in range(len(starts))]
-    executor.run_tasks(
-        signature_task,
-        [{"rows": r, "prefix": p, "done": p + ".json"} for r, p in zip(shard_rows_of, sig, strict=True)],
-        {"src": src.as_dict(), "cfg": cfg, "text": text, "parts": parts, "batch_rows": executor.batch_size},
-        desc="MinHash signatures",
-    )
-    # A bucket task holds about partition_rows (key, document) entries: as many bands as fit.
-    per_task = max(1, executor.partition_rows // max(1, math.ceil(n / parts)))
-    ranges = [(b, min(b + per_task, bands)) for b in range(0, bands, per_task)]
-    grp = [str(dirs["groups"] / _group(b, p)) for b, _ in ranges for p in range(parts)]
-    bucket_counts = executor.run_tasks(
-        bucket_task,
-        [
-            {"bands": r, "part": p, "prefix": g, "done": g + ".json"}
-            for (r, p), g in zip(((r, p) for r in ranges for p in range(parts)), grp, strict=True)
-        ],
-        {"sig_prefixes": sig},
-        desc="LSH buckets",
-    )
-    set_prefixes = None
-    if cfg.exact_check:
-        set_prefixes = [str(dirs["sets"] / _shard(i)) for i in range(len(starts))]
-        executor.run_tasks(
-            sets_task,
-            [
-                {"rows": r, "prefix": p, "done": p + ".json"}
-                for r, p in zip(shard_rows_of, set_prefixes, strict=True)
-            ],
-            {
-                "src": src.as_dict(),
-                "cfg": cfg,
-                "text": text,
-                "group_prefixes": grp,
-                "batch_rows": executor.batch_size,
-            },
-            desc="Shingle sets",
+        return ds, {**dict.fromkeys(COUNTS, 0), "bands": bands, "clusters": 0}
+    job = _Job(arrow_source(ds, work), cfg, text, executor, work)
+    counts = {"shards": len(job.starts), "bands": bands, "key_partitions": job.parts}
+    counts |= job.buckets()
+    edge_files = job.decide(counts)
+    counts["clusters"] = job.components(edge_files)
+    return dataset_from_files(job.filter(), ds.features), counts
+
+
+class _Job:
+    """The task lists of one job and the shared arguments of each step (the driver's whole state)."""
+
+    def __init__(self, src: ArrowSource, cfg: MinHashConfig, text: str, executor: Executor, work: Path):
+        self.src, self.cfg, self.text, self.executor, self.work = src.as_dict(), cfg, text, executor, work
+        self.n = n = src.num_rows
+        self.starts = list(range(0, n, executor.shard_rows))
+        self.rows = [(s, min(s + executor.shard_rows, n)) for s in self.starts]
+        self.parts = max(1, math.ceil(n / executor.partition_rows))
+        self.chunk = max(
+            1, executor.shard_rows // 10
+        )  # documents' signatures or sets held by a decision task
+        for name in ("sig", "groups", "pairs", "sets", "edges", "drops", "kept"):
+            (work / name).mkdir(parents=True, exist_ok=True)
+        self.sig = [str(work / "sig" / _shard(i)) for i in range(len(self.starts))]
+
+    def _run(
+        self, fn: Callable[..., dict], tasks: list[Task], shared: dict[str, Any], desc: str
+    ) -> list[dict]:
+        return self.executor.run_tasks(fn, tasks, shared, desc)
+
+    def buckets(self) -> dict[str, int]:
+        shared = {"src": self.src, "cfg": self.cfg, "text": self.text, "parts": self.parts}
+        tasks = [
+            {"rows": r, "prefix": p, "done": p + ".json"} for r, p in zip(self.rows, self.sig, strict=True)
+        ]
+        self._run(
+            signature_task, tasks, {**shared, "batch_rows": self.executor.batch_size}, "MinHash signatures"
         )
-    edges = [str(dirs["edges"] / Path(g).name) for g in grp]
-    verify_counts = executor.run_tasks(
-        verify_task,
-        [{"groups": g, "prefix": e, "done": e + ".json"} for g, e in zip(grp, edges, strict=True)],
-        {
-            "cfg": cfg,
-            "set_prefixes": set_prefixes,
-            "starts": starts,
-            "chunk_members": max(1, executor.shard_rows // 10),
-        },
-        desc="Exact checks" if cfg.exact_check else "Bucket edges",
-    )
-    drops = [str(dirs["drops"] / f"{_shard(i)}.npy") for i in range(len(starts))]
-    (components,) = executor.run_tasks(
-        components_task,
-        [{"drops": drops, "done": str(work / "components.json")}],
-        {"src": src.as_dict(), "edge_files": [e + ".npy" for e in edges], "starts": starts},
-        desc="Connected components",
-    )
-    kept = [dirs["kept"] / f"{_shard(i)}.arrow" for i in range(len(starts))]
-    executor.run_tasks(
-        filter_task,
-        [
+        # A bucket task holds about partition_rows (key, document) entries: as many bands as fit.
+        bands = self.cfg.bands_rows()[0]
+        per_task = max(1, self.executor.partition_rows // max(1, math.ceil(self.n / self.parts)))
+        ranges = [(b, min(b + per_task, bands)) for b in range(0, bands, per_task)]
+        self.groups = [
+            (r, p, str(self.work / "groups" / _group(r[0], p))) for r in ranges for p in range(self.parts)
+        ]
+        tasks = [{"bands": r, "part": p, "prefix": g, "done": g + ".json"} for r, p, g in self.groups]
+        counts = self._run(bucket_task, tasks, {"sig_prefixes": self.sig}, "LSH buckets")
+        return {
+            "groups": sum(c["groups"] for c in counts),
+            "bucket_pairs": sum(c["bucket_pairs"] for c in counts),
+        }
+
+    def decide(self, counts: dict[str, int]) -> list[str]:
+        """Edge files: buckets as clusters, or signature estimates plus exact checks of ambiguous pairs."""
+        names = [Path(g).name for _, _, g in self.groups]
+        if not self.cfg.exact_check:
+            edges = [str(self.work / "edges" / f"{name}.npy") for name in names]
+            tasks = [
+                {"groups": g, "edges": e, "done": e + ".json"}
+                for (_, _, g), e in zip(self.groups, edges, strict=True)
+            ]
+            self._run(star_task, tasks, {}, "Bucket edges")
+            counts.update(estimates=0, exact_checks=0, checks_rejected=0)
+            return edges
+        pairs = [str(self.work / "pairs" / name) for name in names]
+        joined = [str(self.work / "edges" / f"{name}.estimate.npy") for name in names]
+        tasks = [
+            {"groups": g, "prefix": p, "edges": e, "done": p + ".json"}
+            for (_, _, g), p, e in zip(self.groups, pairs, joined, strict=True)
+        ]
+        shared = {
+            "cfg": self.cfg,
+            "sig_prefixes": self.sig,
+            "starts": self.starts,
+            "chunk_members": self.chunk,
+        }
+        estimated = self._run(estimate_task, tasks, shared, "Signature estimates")
+        sets = [str(self.work / "sets" / _shard(i)) for i in range(len(self.starts))]
+        tasks = [{"rows": r, "prefix": p, "done": p + ".json"} for r, p in zip(self.rows, sets, strict=True)]
+        shared = {"src": self.src, "cfg": self.cfg, "text": self.text, "pair_prefixes": pairs}
+        self._run(sets_task, tasks, {**shared, "batch_rows": self.executor.batch_size}, "Shingle sets")
+        exact = [str(self.work / "edges" / f"{name}.exact.npy") for name in names]
+        tasks = [
+            {"pairs": p + ".pairs.npy", "edges": e, "done": e + ".json"}
+            for p, e in zip(pairs, exact, strict=True)
+        ]
+        shared = {"cfg": self.cfg, "set_prefixes": sets, "starts": self.starts, "chunk_members": self.chunk}
+        checked = self._run(exact_task, tasks, shared, "Exact checks")
+        counts.update(
+            estimates=sum(c["estimates"] for c in estimated),
+            exact_checks=sum(c["checks"] for c in checked),
+            checks_rejected=sum(c["rejected"] for c in checked),
+        )
+        return joined + exact
+
+    def components(self, edge_files: list[str]) -> int:
+        self.drops = [str(self.work / "drops" / f"{_shard(i)}.npy") for i in range(len(self.starts))]
+        (counts,) = self._run(
+            components_task,
+            [{"drops": self.drops, "done": str(self.work / "components.json")}],
+            {"src": self.src, "edge_files": edge_files, "starts": self.starts},
+            "Connected components",
+        )
+        return counts["clusters"]
+
+    def filter(self) -> list[Path]:
+        kept = [self.work / "kept" / f"{_shard(i)}.arrow" for i in range(len(self.starts))]
+        tasks = [
             {"rows": r, "drops": d, "out": str(k), "done": f"{k}.json"}
-            for r, d, k in zip(shard_rows_of, drops, kept, strict=True)
-        ],
-        {"src": src.as_dict(), "batch_rows": executor.batch_size},
-        desc="Dropping duplicates",
-    )
-    counts = {
-        "shards": len(starts),
-        "bands": bands,
-        "key_partitions": parts,
-        "groups": sum(c["groups"] for c in bucket_counts),
-        "bucket_pairs": sum(c["bucket_pairs"] for c in bucket_counts),
-        "exact_checks": sum(c["checks"] for c in verify_counts),
-        "checks_rejected": sum(c["rejected"] for c in verify_counts),
-        "clusters": components["clusters"],
-    }
-    return dataset_from_files(kept, ds.features), counts
+            for r, d, k in zip(self.rows, self.drops, kept, strict=True)
+        ]
+        self._run(
+            filter_task,
+            tasks,
+            {"src": self.src, "batch_rows": self.executor.batch_size},
+            "Dropping duplicates",
+        )
+        return kept

@@ -11,6 +11,7 @@ from datasets import Dataset
 from test_dedup import corpus
 
 from data_pipeline.dedup import find_duplicates
+from data_pipeline.dedup_text import dedup_texts
 from data_pipeline.executors import LocalExecutor
 from data_pipeline.filters import filter_batch
 from data_pipeline.minhash import MinHashConfig, minhash_signatures
@@ -24,16 +25,18 @@ def _rows() -> Dataset:
         {
             "id": ids,
             "before": [t[:h] for t, h in zip(texts, half, strict=True)],
-            "after": [t[h + 1 :] for t, h in zip(texts, half, strict=True)],  # dedup text == t
+            "after": [t[h + 1 :] for t, h in zip(texts, half, strict=True)],
             "instruction": ["Edit"] * len(ids),
         }
     )
 
 
 def _expected(cfg: MinHashConfig) -> list[str]:
-    ids, texts = corpus()
-    result = find_duplicates(ids, minhash_signatures(texts, cfg), cfg, texts)
-    return [i for i, k in zip(ids, result.keep, strict=True) if k]
+    """What the in-memory path keeps of the same rows."""
+    rows = _rows()
+    texts = dedup_texts(rows.to_dict(), "edit")
+    result = find_duplicates(rows["id"], minhash_signatures(texts, cfg), cfg, texts)
+    return [i for i, k in zip(rows["id"], result.keep, strict=True) if k]
 
 
 # Many small shards and key partitions, so every cross-shard path runs.
@@ -41,14 +44,23 @@ RULES = [("imperative_subject", {}), ("changed", {})]
 SMALL = {"batch_size": 16, "shard_rows": 37, "partition_rows": 200}
 
 
-@pytest.mark.parametrize("exact_check", [True, False])
-def test_sharded_job_keeps_what_the_in_memory_path_keeps(tmp_path, exact_check):
-    cfg = MinHashConfig(exact_check=exact_check)
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        MinHashConfig(exact_check=True),  # the pipeline's default: estimates decide these pairs
+        MinHashConfig(exact_check=False),
+        # 16 permutations: estimates too rough to decide, so pairs go to the exact check.
+        MinHashConfig(num_perm=16, exact_check=True, candidate_threshold=0.7),
+    ],
+    ids=["estimates", "lsh-only", "exact-checks"],
+)
+def test_sharded_job_keeps_what_the_in_memory_path_keeps(tmp_path, cfg):
     kept, counts = run_minhash_dedup(_rows(), cfg, "edit", LocalExecutor(**SMALL), tmp_path / "work")
     assert kept["id"] == _expected(cfg)
     assert len(kept) < len(_rows()) and counts["clusters"] > 0 and counts["shards"] == 9
     assert counts["key_partitions"] == 2 and counts["bucket_pairs"] > 0
-    assert (counts["exact_checks"] > counts["checks_rejected"] > 0) == exact_check
+    assert (counts["estimates"] > 0) == cfg.exact_check
+    assert (counts["exact_checks"] > counts["checks_rejected"] > 0) == (cfg.num_perm == 16)
     assert kept.column_names == _rows().column_names
 
 
@@ -64,7 +76,7 @@ def test_a_killed_job_resumes_where_it_stopped(tmp_path):
     reference, _ = run_minhash_dedup(_rows(), cfg, "edit", LocalExecutor(**SMALL), work)
     reference_rows = reference.to_list()
     # A kill after the buckets: later outputs gone, a half-written file left behind.
-    for name in ("sets", "edges", "drops", "kept"):
+    for name in ("pairs", "sets", "edges", "drops", "kept"):
         shutil.rmtree(work / name)
     (work / "components.json").unlink()
     (work / "groups" / "b000-p0000.offsets.npy.tmp-99.npy").write_bytes(b"partial")
