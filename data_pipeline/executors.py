@@ -40,6 +40,7 @@ TaskFn = Callable[..., dict]
 
 
 class Executor(Protocol):
+    distributed: bool  # tasks may run on other machines: outputs go through shared storage
     batch_size: int  # rows per call of a batch function
     shard_rows: int  # rows per shard of a sharded job
     partition_rows: int  # band keys per LSH bucket task
@@ -55,6 +56,8 @@ class Executor(Protocol):
 
 class LocalExecutor:
     """`datasets.map(batched=True, num_proc=N)` and a pool of N processes: one machine."""
+
+    distributed = False
 
     def __init__(
         self, num_proc: int | None = None, batch_size: int = 1000, shard_rows: int = 100_000,
@@ -115,6 +118,8 @@ def _run_row(row: dict, fn: TaskFn, shared: dict[str, Any]) -> dict:
 
 class RayExecutor:
     """Ray Data tasks over shards on disk; `address=None` starts a local Ray, "auto" joins a cluster."""
+
+    distributed = True
 
     def __init__(
         self, address: str | None = None, batch_size: int = 1000, shard_rows: int = 100_000,

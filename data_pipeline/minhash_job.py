@@ -110,13 +110,15 @@ def signature_task(
         keys[:, k * batch_rows : k * batch_rows + len(batch)] = band_keys(batch, bands, rows)
         if sigs is not None:
             sigs[k * batch_rows : k * batch_rows + len(batch)] = batch
-    part = keys % np.uint64(parts)
-    order = np.lexsort((keys, part), axis=-1)
-    bounds = np.stack(
-        [np.searchsorted(np.take_along_axis(part, order, -1)[b], np.arange(parts + 1)) for b in range(bands)]
-    )
+    # `parts` is a power of two and a key's partition its top bits, so sorting by key alone
+    # also groups the keys by partition; ties keep document order (a stable sort).
+    order = np.argsort(keys, axis=-1, kind="stable")
+    keys = np.take_along_axis(keys, order, -1)
+    shift = np.uint64(64 - int(parts).bit_length() + 1)
+    firsts = [np.uint64(p) << shift if p else np.uint64(0) for p in range(parts)]
+    bounds = np.stack([np.append(np.searchsorted(keys[b], firsts), keys.shape[1]) for b in range(bands)])
     prefix = Path(task["prefix"])
-    save_array(prefix.with_suffix(".keys.npy"), np.take_along_axis(keys, order, -1))
+    save_array(prefix.with_suffix(".keys.npy"), keys)
     save_array(prefix.with_suffix(".docs.npy"), (order + start).astype(np.int64))  # global indices
     save_array(prefix.with_suffix(".parts.npy"), bounds.astype(np.int64))
     if sigs is not None:
@@ -349,7 +351,7 @@ def run_minhash_dedup(
     counts |= job.buckets()
     edge_files = job.decide(counts)
     counts["clusters"] = job.components(edge_files)
-    return dataset_from_files(job.filter(), ds.features), counts
+    return job.filter(ds), counts
 
 
 class _Job:
@@ -360,7 +362,8 @@ class _Job:
         self.n = n = src.num_rows
         self.starts = list(range(0, n, executor.shard_rows))
         self.rows = [(s, min(s + executor.shard_rows, n)) for s in self.starts]
-        self.parts = max(1, math.ceil(n / executor.partition_rows))
+        # A power of two: a band key's partition is its top log2(parts) bits.
+        self.parts = 1 << max(0, math.ceil(n / executor.partition_rows) - 1).bit_length()
         self.chunk = max(
             1, executor.shard_rows // 10
         )  # documents' signatures or sets held by a decision task
@@ -448,16 +451,19 @@ class _Job:
         )
         return counts["clusters"]
 
-    def filter(self) -> list[Path]:
+    def filter(self, ds: Dataset) -> Dataset:
+        """The kept rows: selected in place on one machine (the stage store writes them once), or
+        written shard by shard by the workers of a cluster, so that no table passes the driver."""
+        if not self.executor.distributed:
+            drops = np.concatenate([np.load(d) for d in self.drops])
+            keep = np.ones(self.n, dtype=bool)
+            keep[drops] = False
+            return ds.select(np.flatnonzero(keep)) if len(drops) else ds
         kept = [self.work / "kept" / f"{_shard(i)}.arrow" for i in range(len(self.starts))]
         tasks = [
             {"rows": r, "drops": d, "out": str(k), "done": f"{k}.json"}
             for r, d, k in zip(self.rows, self.drops, kept, strict=True)
         ]
-        self._run(
-            filter_task,
-            tasks,
-            {"src": self.src, "batch_rows": self.executor.batch_size},
-            "Dropping duplicates",
-        )
-        return kept
+        shared = {"src": self.src, "batch_rows": self.executor.batch_size}
+        self._run(filter_task, tasks, shared, "Dropping duplicates")
+        return dataset_from_files(kept, ds.features)
