@@ -18,7 +18,8 @@ run in local processes or as Ray Data tasks across nodes (`executors.py`).
 4. **components** (one task): union-find over every edge file, one at a time (8 bytes per
    document), and the lowest id of each cluster (ids read only for clustered documents):
    ``drops/sNNNNN.npy``.
-5. **filter** (one task per input shard): the shard without its dropped rows: ``kept/sNNNNN.arrow``.
+5. **filter**: on one machine the kept rows are selected in place (the stage store then writes
+   them once); on a cluster, one task per input shard writes its kept rows: ``kept/sNNNNN.arrow``.
 
 Each task writes its outputs under temporary names, renames them into place and writes a
 ``.json`` with its counts last; a rerun skips every task whose ``.json`` exists, so a killed
