@@ -19,7 +19,7 @@ The compiled steps live in `lsh.py` and are shared with the sharded job of the b
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,11 +41,9 @@ __all__ = [
     "DedupResult",
     "MinHashConfig",
     "candidate_pairs",
-    "dedup_text",
     "find_duplicates",
     "id_sort_key",
     "minhash_signatures",
-    "signature_batch",
 ]
 _DIGITS = re.compile(r"([0-9]+)")
 
@@ -61,30 +59,6 @@ class DedupResult:
     n_estimates: int  # pairs decided or sent on by their signatures' Jaccard estimate
     n_checks: int  # exact Jaccard checks made: the ambiguous pairs (0 without exact_check)
     n_rejected: int  # checks below the threshold
-
-
-def dedup_text(row: Mapping[str, str]) -> str:
-    """The text an edit example is deduplicated on: an edit is a duplicate only as a whole."""
-    return row["before"] + "\n" + row["after"]
-
-
-def signature_batch(
-    batch: Mapping[str, Sequence[str]], cfg: MinHashConfig, fields: Sequence[str] = ("before", "after")
-) -> dict[str, np.ndarray]:
-    """``{"minhash": signatures}`` of a columnar batch, for executors.
-
-    The text of a row is `dedup_text` for ``("before", "after")``, else its `fields` joined
-    by newlines. A pure function of the batch rows, so any batching gives the same column:
-    ``ds.map(signature_batch, batched=True, num_proc=N, fn_kwargs={"cfg": cfg})``.
-    """
-    if tuple(fields) == ("before", "after"):
-        texts = [
-            dedup_text({"before": b, "after": a})
-            for b, a in zip(batch["before"], batch["after"], strict=True)
-        ]
-    else:
-        texts = ["\n".join(parts) for parts in zip(*(batch[f] for f in fields), strict=True)]
-    return {"minhash": minhash_signatures(texts, cfg)}
 
 
 def id_sort_key(id_: str) -> tuple[tuple[str | int, ...], str]:

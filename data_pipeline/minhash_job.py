@@ -372,17 +372,12 @@ class _Job:
             (work / name).mkdir(parents=True, exist_ok=True)
         self.sig = [str(work / "sig" / _shard(i)) for i in range(len(self.starts))]
 
-    def _run(
-        self, fn: Callable[..., dict], tasks: list[Task], shared: dict[str, Any], desc: str
-    ) -> list[dict]:
-        return self.executor.run_tasks(fn, tasks, shared, desc)
-
     def buckets(self) -> dict[str, int]:
         shared = {"src": self.src, "cfg": self.cfg, "text": self.text, "parts": self.parts}
         tasks = [
             {"rows": r, "prefix": p, "done": p + ".json"} for r, p in zip(self.rows, self.sig, strict=True)
         ]
-        self._run(
+        self.executor.run_tasks(
             signature_task, tasks, {**shared, "batch_rows": self.executor.batch_size}, "MinHash signatures"
         )
         # A bucket task holds about partition_rows (key, document) entries: as many bands as fit.
@@ -393,7 +388,7 @@ class _Job:
             (r, p, str(self.work / "groups" / _group(r[0], p))) for r in ranges for p in range(self.parts)
         ]
         tasks = [{"bands": r, "part": p, "prefix": g, "done": g + ".json"} for r, p, g in self.groups]
-        counts = self._run(bucket_task, tasks, {"sig_prefixes": self.sig}, "LSH buckets")
+        counts = self.executor.run_tasks(bucket_task, tasks, {"sig_prefixes": self.sig}, "LSH buckets")
         return {
             "groups": sum(c["groups"] for c in counts),
             "bucket_pairs": sum(c["bucket_pairs"] for c in counts),
@@ -408,7 +403,7 @@ class _Job:
                 {"groups": g, "edges": e, "done": e + ".json"}
                 for (_, _, g), e in zip(self.groups, edges, strict=True)
             ]
-            self._run(star_task, tasks, {}, "Bucket edges")
+            self.executor.run_tasks(star_task, tasks, {}, "Bucket edges")
             counts.update(estimates=0, exact_checks=0, checks_rejected=0)
             return edges
         pairs = [str(self.work / "pairs" / name) for name in names]
@@ -423,18 +418,20 @@ class _Job:
             "starts": self.starts,
             "chunk_members": self.chunk,
         }
-        estimated = self._run(estimate_task, tasks, shared, "Signature estimates")
+        estimated = self.executor.run_tasks(estimate_task, tasks, shared, "Signature estimates")
         sets = [str(self.work / "sets" / _shard(i)) for i in range(len(self.starts))]
         tasks = [{"rows": r, "prefix": p, "done": p + ".json"} for r, p in zip(self.rows, sets, strict=True)]
         shared = {"src": self.src, "cfg": self.cfg, "text": self.text, "pair_prefixes": pairs}
-        self._run(sets_task, tasks, {**shared, "batch_rows": self.executor.batch_size}, "Shingle sets")
+        self.executor.run_tasks(
+            sets_task, tasks, {**shared, "batch_rows": self.executor.batch_size}, "Shingle sets"
+        )
         exact = [str(self.work / "edges" / f"{name}.exact.npy") for name in names]
         tasks = [
             {"pairs": p + ".pairs.npy", "edges": e, "done": e + ".json"}
             for p, e in zip(pairs, exact, strict=True)
         ]
         shared = {"cfg": self.cfg, "set_prefixes": sets, "starts": self.starts, "chunk_members": self.chunk}
-        checked = self._run(exact_task, tasks, shared, "Exact checks")
+        checked = self.executor.run_tasks(exact_task, tasks, shared, "Exact checks")
         counts.update(
             estimates=sum(c["estimates"] for c in estimated),
             exact_checks=sum(c["checks"] for c in checked),
@@ -444,7 +441,7 @@ class _Job:
 
     def components(self, edge_files: list[str]) -> int:
         self.drops = [str(self.work / "drops" / f"{_shard(i)}.npy") for i in range(len(self.starts))]
-        (counts,) = self._run(
+        (counts,) = self.executor.run_tasks(
             components_task,
             [{"drops": self.drops, "done": str(self.work / "components.json")}],
             {"src": self.src, "edge_files": edge_files, "starts": self.starts},
@@ -466,5 +463,5 @@ class _Job:
             for r, d, k in zip(self.rows, self.drops, kept, strict=True)
         ]
         shared = {"src": self.src, "batch_rows": self.executor.batch_size}
-        self._run(filter_task, tasks, shared, "Dropping duplicates")
+        self.executor.run_tasks(filter_task, tasks, shared, "Dropping duplicates")
         return dataset_from_files(kept, ds.features)

@@ -75,11 +75,17 @@ def _jsonl(path: Path, max_line: int) -> Iterator[Raw]:
         fh.seek(0)
         while line := fh.readline(max_line + 1):
             if len(line) > max_line and not line.endswith(b"\n"):
-                while (rest := fh.readline(1 << 20)) and not rest.endswith(b"\n"):
-                    pass
+                _skip_to_next_line(fh)
                 yield None, "oversized"
             elif line.strip():
                 yield _record(*_loads(line))
+
+
+def _skip_to_next_line(fh: Any) -> None:
+    """Read past the current line 1 MiB at a time, so an endless line is never held whole."""
+    for rest in iter(lambda: fh.readline(1 << 20), b""):
+        if rest.endswith(b"\n"):
+            return
 
 
 def _parquet(path: Path) -> Iterator[Raw]:

@@ -66,7 +66,8 @@ from dedup_methods import LIBRARY, PIPELINE_CFG, keep_lowest, run_method
 from rich.console import Console
 from rich.table import Table
 
-from data_pipeline.dedup import candidate_pairs, dedup_text
+from data_pipeline.dedup import candidate_pairs
+from data_pipeline.dedup_text import dedup_texts
 from data_pipeline.minhash import minhash_signatures
 
 FULL = {"docs": 5000, "sizes": "5000,10000,20000", "reps": 3, "per_token_docs": 200}
@@ -93,9 +94,14 @@ def maxrss_mb() -> float:
     return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1]) / 1024
 
 
+def edit_texts(rows: list[dict]) -> list[str]:
+    """The texts the build deduplicates these rows on (`DedupOptions.text="edit"`)."""
+    return dedup_texts({k: [r[k] for r in rows] for k in ("before", "after")}, "edit")
+
+
 def library_worker(method: str, corpus: Path, n: int, batch: int) -> dict:
     """Time one method on the first ``n`` rows; pairs of ours are listed after the clock stops."""
-    texts = [dedup_text(r) for r in read_rows(corpus, n)]
+    texts = edit_texts(read_rows(corpus, n))
     run_method(method, texts[:8], batch)  # imports, numba cache load
     loaded = maxrss_mb()
     t0, c0 = time.perf_counter(), time.process_time()
@@ -238,7 +244,7 @@ def quality(method: str, report: dict, truth: dict, plants: dict[int, int]) -> d
 
 
 def corpus_table(c: Corpus) -> Table:
-    sizes_kb = [len(dedup_text(r)) / 1e3 for r in c.rows[: c.n]]
+    sizes_kb = [len(t) / 1e3 for t in edit_texts(c.rows[: c.n])]
     threshold = PIPELINE_CFG.threshold
     t = Table(title=f"Corpus: installed Python files; the first {c.n} rows for speed and quality")
     t.add_column("figure")
@@ -469,7 +475,7 @@ class Corpus:
 
 def make_corpus(n: int, sizes: list[int], args: argparse.Namespace) -> Corpus:
     rows, plants, files = build_corpus(max(n, *sizes), args.seed, args.dup_fraction, args.max_edits)
-    texts = [dedup_text(r) for r in rows[:n]]
+    texts = edit_texts(rows[:n])
     ngram = PIPELINE_CFG.ngram
     plant_j = pair_jaccard(texts, [(s, p) for p, s in plants.items() if p < n], ngram)
     return Corpus(rows, plants, files, n, exact_pairs(texts, ngram, PIPELINE_CFG.threshold), plant_j)

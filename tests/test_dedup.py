@@ -13,11 +13,10 @@ from datasets import Dataset
 
 from data_pipeline.dedup import (
     candidate_pairs,
-    dedup_text,
     find_duplicates,
     id_sort_key,
-    signature_batch,
 )
+from data_pipeline.dedup_text import dedup_texts
 from data_pipeline.minhash import (
     MinHashConfig,
     minhash_signatures,
@@ -250,6 +249,11 @@ def test_exact_check_rejects_false_candidates():
         find_duplicates(ids, sigs, MinHashConfig(num_perm=16, exact_check=True))
 
 
+def signature_column(batch: dict[str, list], cfg: MinHashConfig) -> dict[str, np.ndarray]:
+    """The signatures of a columnar batch of edit rows, as a batch function computes them."""
+    return {"minhash": minhash_signatures(dedup_texts(batch, "edit"), cfg)}
+
+
 def test_same_signatures_in_one_batch_or_many():
     ids, texts = corpus()
     rows = [
@@ -257,19 +261,24 @@ def test_same_signatures_in_one_batch_or_many():
         for i, t in zip(ids, texts, strict=True)
     ]
     batch = {k: [r[k] for r in rows] for k in rows[0]}
-    whole = signature_batch(batch, CFG)["minhash"]
+    whole = signature_column(batch, CFG)["minhash"]
     parts = [
-        signature_batch({k: v[s : s + 37] for k, v in batch.items()}, CFG)["minhash"]
+        signature_column({k: v[s : s + 37] for k, v in batch.items()}, CFG)["minhash"]
         for s in range(0, len(rows), 37)
     ]
     np.testing.assert_array_equal(np.concatenate(parts), whole)
-    np.testing.assert_array_equal(whole, minhash_signatures([dedup_text(r) for r in rows], CFG))
+    np.testing.assert_array_equal(
+        whole,
+        minhash_signatures(dedup_texts({k: [r[k] for r in rows] for k in ("before", "after")}, "edit"), CFG),
+    )
 
     rows.append({"id": "short", "before": "x", "after": "y"})  # one shingle: values above 2**63 are likely
     mapped = Dataset.from_list(rows).map(
-        signature_batch, batched=True, batch_size=50, num_proc=2, fn_kwargs={"cfg": CFG}
+        signature_column, batched=True, batch_size=50, num_proc=2, fn_kwargs={"cfg": CFG}
     )
-    expected = minhash_signatures([dedup_text(r) for r in rows], CFG)
+    expected = minhash_signatures(
+        dedup_texts({k: [r[k] for r in rows] for k in ("before", "after")}, "edit"), CFG
+    )
     assert (expected[-1] >= 2**63).any()
     np.testing.assert_array_equal(
         np.asarray(mapped.with_format("numpy")[:]["minhash"], dtype=np.uint64), expected
@@ -324,4 +333,4 @@ def test_edge_cases():
     assert minhash_signatures([], CFG).shape == (0, CFG.num_perm)
     with pytest.raises(ValueError, match="unique"):
         find_duplicates(["a", "a"], minhash_signatures(["x", "y"], CFG), CFG)
-    assert dedup_text({"before": "a", "after": "b"}) == "a\nb"
+    assert dedup_texts({"before": ["a"], "after": ["b"]}, "edit") == ["a\nb"]
