@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from core.knowledge import CELL_PRESETS, PARTS, render_knowledge
-from data_pipeline.novel_api.bundles import build_bundles, parse_signature
+from data_pipeline.novel_api.bundles import build_bundles, make_spec
 from data_pipeline.novel_api.docsnippets import find_examples
 
 CORE = '''\
@@ -380,17 +380,16 @@ def test_helpers_inlined_to_depth_two_and_docstrings_stripped(built):
 
 
 def test_signature_text_with_reprs_and_markers():
-    params, returns = parse_signature(
-        "(a, /, b: dict[str, int] = {'k': 1}, *, c=<object object at 0x7f>, **kw) -> 'X'"
-    )
-    assert params == [
+    text = "(a, /, b: dict[str, int] = {'k': 1}, *, c=<object object at 0x7f>, **kw) -> 'X'"
+    spec = make_spec({"qualname": "f", "signature": text}, None)
+    assert [(p["name"], p["type"], p["default"]) for p in spec["params"]] == [
         ("a", None, None),
         ("b", "dict[str, int]", "{'k': 1}"),
         ("c", None, "<object object at 0x7f>"),
         ("**kw", None, None),
     ]
-    assert returns == "'X'"
-    assert parse_signature("no parens") is None
+    assert spec["returns"] == {"type": "'X'", "description": None}
+    assert make_spec({"qualname": "f", "signature": "no parens"}, None) is None
 
 
 def test_examples_found_in_every_block_kind():

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from core.signatures import parse_signature
 from eval.novelapi import classify as novelapi
 from eval.novelapi.classify import (
     CLASSES,
@@ -18,7 +19,6 @@ from eval.novelapi.classify import (
     classify,
     explain,
     parse_exception,
-    parse_signature,
 )
 
 TARGET = "novlib.text.slugify"

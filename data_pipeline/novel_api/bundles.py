@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import inspect
 import json
 import os
 import re
@@ -38,6 +39,7 @@ import docstring_parser
 from core.errors import UserError
 from core.knowledge import CELL_PRESETS, render_knowledge
 from core.problems import read_records
+from core.signatures import Signature, SignatureError
 from data_pipeline.novel_api.docsnippets import (
     FAILED,
     OK,
@@ -62,6 +64,8 @@ HELPER_DEPTH = 2
 MAX_FAILURES_LISTED = 20
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _EXAMPLES_HEADER = re.compile(r"^\s*(examples?|for example|usage|example usage)\s*:{0,2}\s*$", re.IGNORECASE)
+# S names variadic parameters as the signature writes them: `*args`, `**kw`.
+_STARS = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
 
 
 # ------------------------------------------------------------------------------------------ S
@@ -76,56 +80,6 @@ API_FIELDS = (
 )  # what a bundle reads
 
 
-def split_top_level(text: str, separator: str = ",") -> list[str]:
-    """`text` split at `separator` outside brackets, quotes and `<...>` reprs."""
-    parts, depth, quote, start, i = [], 0, "", 0, 0
-    while i < len(text):
-        char = text[i]
-        if quote:
-            if char == "\\":
-                i += 1
-            elif text.startswith(quote, i):
-                i += len(quote) - 1
-                quote = ""
-        elif char == separator and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-        elif char in "\"'":
-            quote = text[i : i + 3] if text[i : i + 3] in ('"""', "'''") else char
-            i += len(quote) - 1
-        elif char in "([{" or (char == "<" and text[i + 1 : i + 2].isalpha()):
-            depth += 1
-        elif char in ")]}" or (char == ">" and depth > 0 and text[i - 1 : i] != "-"):
-            depth -= 1
-        i += 1
-    parts.append(text[start:])
-    return parts
-
-
-def parse_signature(text: str) -> tuple[list[tuple[str, str | None, str | None]], str | None] | None:
-    """`(a, b: int = 2, *args) -> str` as [(name, annotation, default)] and the return annotation;
-    None when it is not a parenthesised parameter list. Works on `inspect.signature` text, whose
-    defaults may be reprs that are not Python (`<object object at 0x...>`)."""
-    text = text.strip()
-    if not text.startswith("("):
-        return None
-    inside = split_top_level(text[1:], ")")
-    if len(inside) < 2:
-        return None
-    params_text, rest = inside[0], ")".join(inside[1:]).strip()
-    returns = (rest[2:].strip() or None) if rest.startswith("->") else None
-    params = []
-    for piece in split_top_level(params_text):
-        piece = piece.strip()
-        if not piece or piece in ("/", "*"):
-            continue
-        equals = split_top_level(piece, "=")
-        head, default = equals[0], ("=".join(equals[1:]).strip() if len(equals) > 1 else None)
-        name, *annotation = split_top_level(head, ":")
-        params.append((name.strip(), ":".join(annotation).strip() or None, default))
-    return params, returns
-
-
 def parse_doc(text: str) -> docstring_parser.Docstring | None:
     """The docstring in whichever style fits best (numpy, google, rest); None when none does."""
     try:
@@ -137,31 +91,31 @@ def parse_doc(text: str) -> docstring_parser.Docstring | None:
 def make_spec(row: dict[str, Any], doc: docstring_parser.Docstring | None) -> dict[str, Any] | None:
     """S for an apis.jsonl row: the signature's parameters with the docstring's types and
     descriptions (the signature's annotation wins over a documented type); None without a
-    signature."""
-    parsed = parse_signature(row["signature"]) if row.get("signature") else None
-    if parsed is None:
+    signature or when it is not a Python parameter list (`core.signatures`)."""
+    try:
+        signature = Signature.from_text(row.get("signature") or "")
+    except SignatureError:
         return None
-    signature_params, return_annotation = parsed
     documented: dict[str, docstring_parser.DocstringParam] = {}
     for param in doc.params if doc else []:
         for name in param.arg_name.split(","):
             documented.setdefault(name.strip().lstrip("*"), param)
     params = []
-    for name, annotation, default in signature_params:
-        about = documented.get(name.lstrip("*"))
+    for parameter in signature.parameters:
+        about = documented.get(parameter.name)
         params.append(
             {
-                "name": name,
-                "type": annotation or (about.type_name if about else None),
-                "default": default,
+                "name": _STARS.get(parameter.kind, "") + parameter.name,
+                "type": parameter.annotation or (about.type_name if about else None),
+                "default": parameter.default,
                 "description": (about.description or None) if about else None,
             }
         )
     doc_returns = doc.returns if doc else None
     returns = None
-    if return_annotation or doc_returns:
+    if signature.returns or doc_returns:
         returns = {
-            "type": return_annotation or (doc_returns.type_name if doc_returns else None),
+            "type": signature.returns or (doc_returns.type_name if doc_returns else None),
             "description": (doc_returns.description or None) if doc_returns else None,
         }
     qualname = row["qualname"]

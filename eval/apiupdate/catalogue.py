@@ -17,12 +17,13 @@ builtins that have none. S3 needs two positional parameters whose values can be 
 from __future__ import annotations
 
 import builtins
-import functools
 import importlib
 import inspect
 import keyword
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
+
+from core.signatures import Parameter, Signature
 
 TYPES = ("R1", "S1", "S2", "S3", "S4")
 TYPE_NAMES = {
@@ -239,30 +240,19 @@ def modifiable(api: str) -> str | None:
 
 
 def _with_keyword(signature: str, param: str, default: bool) -> str:
-    sig = parse_signature(signature)
-    params = list(sig.parameters.values())
-    new = inspect.Parameter(
-        param, inspect.Parameter.KEYWORD_ONLY, default=False if default else inspect.Parameter.empty
-    )
-    at = next((i for i, p in enumerate(params) if p.kind == p.VAR_KEYWORD), len(params))
-    return str(sig.replace(parameters=[*params[:at], new, *params[at:]]))
+    sig = Signature.from_text(signature)
+    new = Parameter(param, inspect.Parameter.KEYWORD_ONLY, default="False" if default else None)
+    params = sig.parameters
+    at = next((i for i, p in enumerate(params) if p.kind == inspect.Parameter.VAR_KEYWORD), len(params))
+    return str(replace(sig, parameters=(*params[:at], new, *params[at:])))
 
 
 def _swapped(signature: str) -> str:
-    sig = parse_signature(signature)
-    params = list(sig.parameters.values())
-    a, b = params[0], params[1]
+    sig = Signature.from_text(signature)
+    a, b, *rest = sig.parameters
     kind = min(a.kind, b.kind)
-    params[0], params[1] = b.replace(kind=kind, default=a.default), a.replace(kind=kind, default=b.default)
-    return str(sig.replace(parameters=params))
-
-
-@functools.cache
-def parse_signature(signature: str) -> inspect.Signature:
-    """A parameter list written as source (`"(x, /, *, errors)"`) as an inspect.Signature."""
-    namespace: dict[str, Any] = {}
-    exec(f"def _api{signature}:\n    pass\n", namespace)
-    return inspect.signature(namespace["_api"])
+    swapped = (replace(b, kind=kind, default=a.default), replace(a, kind=kind, default=b.default))
+    return str(replace(sig, parameters=(*swapped, *rest)))
 
 
 def _free_name(preferred: str, taken: set[str]) -> str:
@@ -279,7 +269,7 @@ def modifications(api: str) -> list[Modification]:
     module, _, name = api.rpartition(".")
     old_sig = signature_text(api)
     assert old_sig is not None
-    params = set(parse_signature(old_sig).parameters)
+    params = {p.name for p in Signature.from_text(old_sig).parameters}
     taken = set(dir(builtins)) | set(dir(importlib.import_module(module)))
     common = dict(api=api, module=module, name=name, old_signature=old_sig)
     found = [

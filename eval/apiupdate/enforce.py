@@ -22,8 +22,9 @@ from typing import Any
 
 from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from core.sandbox.reports import last_report
+from core.signatures import Signature
 from eval.apiupdate.apis import api_calls, references
-from eval.apiupdate.catalogue import Modification, parse_signature
+from eval.apiupdate.catalogue import Modification
 
 RUNTIME_SOURCE = (Path(__file__).resolve().parent / "runtime.py").read_text()
 # The outcome taxonomy, in the study's groups; `classify` assigns exactly one per sample.
@@ -216,7 +217,7 @@ def _signature_problem(call: ast.Call, mod: Modification) -> str | None:
 
 def _binds(signature: str, args: list, kwargs: dict) -> bool:
     try:
-        parse_signature(signature).bind(*args, **kwargs)
+        Signature.from_text(signature).to_inspect().bind(*args, **kwargs)
     except TypeError:
         return False
     return True

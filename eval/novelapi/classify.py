@@ -69,6 +69,8 @@ import inspect
 import re
 from dataclasses import dataclass
 
+from core.signatures import parse_signature
+
 CLASSES = (
     "OK",
     "WrongSyntax",
@@ -273,54 +275,6 @@ def _analyse(tree: ast.AST, attempt: Attempt) -> _Static:
 
 
 # ----------------------------------------------------------------------------- signatures and calls
-class _Default:
-    """A parameter default kept as its source text (never evaluated)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
-
-
-def parse_signature(text: str | None) -> inspect.Signature | None:
-    """An `inspect.Signature` from signature text like ``"(text, sep='-', *, max_len=None)"``."""
-    if not text:
-        return None
-    for candidate in (text.strip(), re.sub(r"<[^<>]*>", "...", text.strip())):
-        try:
-            func = ast.parse(f"def _f{candidate}:\n    pass\n").body[0]
-            break
-        except SyntaxError:
-            continue
-    else:
-        return None
-    assert isinstance(func, ast.FunctionDef)
-    a = func.args
-    P = inspect.Parameter
-    params: list[inspect.Parameter] = []
-    positional = [(arg, P.POSITIONAL_ONLY) for arg in a.posonlyargs] + [
-        (arg, P.POSITIONAL_OR_KEYWORD) for arg in a.args
-    ]
-    defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
-    for (arg, kind), default in zip(positional, defaults, strict=True):
-        params.append(P(arg.arg, kind, default=_default(default)))
-    if a.vararg:
-        params.append(P(a.vararg.arg, P.VAR_POSITIONAL))
-    for arg, default in zip(a.kwonlyargs, a.kw_defaults, strict=True):
-        params.append(P(arg.arg, P.KEYWORD_ONLY, default=_default(default)))
-    if a.kwarg:
-        params.append(P(a.kwarg.arg, P.VAR_KEYWORD))
-    try:
-        return inspect.Signature(params)
-    except ValueError:
-        return None
-
-
-def _default(node: ast.expr | None):
-    return inspect.Parameter.empty if node is None else _Default(ast.unparse(node))
-
-
 def call_shape(call: dict, signature: inspect.Signature | None) -> frozenset[str]:
     """The explicitly passed parameters of a recorded call (rule 5c); TypeError if it does not bind."""
     args = list(call.get("args") or [])
