@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -99,6 +99,27 @@ def describe_config_error(err: Exception) -> str:
             "check its spelling (`--cfg job` prints every key)"
         )
     return f"{key}: {msg}" if key else msg
+
+
+WANDB_MODES = ("online", "offline", "disabled")
+
+
+@dataclass
+class WandbConfig:
+    """Where an app's metrics go in W&B: train's `recipe.wandb` and eval's `wandb`.
+
+    The defaults are training's (logging on); eval's config turns it off and names its own project.
+    """
+
+    enabled: bool = True
+    project: str = "editforge"
+    tags: list[str] = field(default_factory=list)
+    mode: str | None = None  # online | offline | disabled; None: offline when no API key is set
+
+    def __post_init__(self) -> None:
+        # A typo here would otherwise surface only in wandb.init, after the model has loaded.
+        if self.mode is not None and self.mode not in WANDB_MODES:
+            raise ValueError(f"wandb.mode={self.mode!r}: choose one of {WANDB_MODES}, or null for automatic")
 
 
 def wandb_has_key() -> bool:

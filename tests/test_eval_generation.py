@@ -12,6 +12,7 @@ import torch
 
 from core.benchmarks import load_benchmark
 from core.formats import FORMATS
+from core.openai_client import EndpointConfig
 from eval.generate import build_requests, generate_samples
 from eval.generation import SamplingConfig, make_generator
 from eval.generation.openai import EndpointError, OpenAIGenerator
@@ -160,7 +161,9 @@ def server():
 def test_openai_chat_backend_sends_messages_and_extracts_code(server):
     fmt = FORMATS["chat"]
     requests = _requests(2, fmt)
-    gen = OpenAIGenerator("served-model", base_url=server, chat=True, concurrency=2, backoff_s=0.01)
+    gen = OpenAIGenerator(
+        "served-model", EndpointConfig(base_url=server, backoff_s=0.01), chat=True, concurrency=2
+    )
     out = {r.problem.id + r.split: c for r, c in gen.generate(requests, 3, SamplingConfig(temperature=0.2))}
     assert len(out) == len(requests) and all(len(c) == 3 for c in out.values())
     call = _Handler.calls[0]
@@ -170,14 +173,14 @@ def test_openai_chat_backend_sends_messages_and_extracts_code(server):
 
 
 def test_openai_completions_tops_up_when_the_server_returns_fewer(server):
-    gen = OpenAIGenerator("m", base_url=server, chat=False, backoff_s=0.01)
+    gen = OpenAIGenerator("m", EndpointConfig(base_url=server, backoff_s=0.01), chat=False)
     [(_, texts)] = list(gen.generate(_requests(1)[:1], 5, SamplingConfig()))
     assert len(texts) == 5 and [c["n"] for c in _Handler.calls] == [5, 3, 1]
 
 
 def test_openai_retries_with_backoff_then_succeeds(server):
     _Handler.fail_first = 2
-    gen = OpenAIGenerator("m", base_url=server, chat=False, max_retries=3, backoff_s=0.01)
+    gen = OpenAIGenerator("m", EndpointConfig(base_url=server, max_retries=3, backoff_s=0.01), chat=False)
     [(_, texts)] = list(gen.generate(_requests(1)[:1], 2, SamplingConfig()))
     assert len(texts) == 2 and len(_Handler.calls) == 3
 
@@ -185,7 +188,9 @@ def test_openai_retries_with_backoff_then_succeeds(server):
 def test_a_dead_endpoint_fails_clearly_and_keeps_finished_samples(server, tmp_path):
     _Handler.die_after = 2  # two requests succeed, then the server only answers 503
     store = SampleStore(tmp_path / "samples.jsonl")
-    gen = OpenAIGenerator("m", base_url=server, chat=False, concurrency=1, max_retries=2, backoff_s=0.01)
+    gen = OpenAIGenerator(
+        "m", EndpointConfig(base_url=server, max_retries=2, backoff_s=0.01), chat=False, concurrency=1
+    )
     requests = _requests(3)
     with pytest.raises(EndpointError, match="failed 3 times"):
         generate_samples(store, requests, gen, FMT, 2, SamplingConfig())
@@ -195,7 +200,7 @@ def test_a_dead_endpoint_fails_clearly_and_keeps_finished_samples(server, tmp_pa
     made = generate_samples(store, requests, gen, FMT, 2, SamplingConfig())
     assert made == 2 * len(requests) - finished  # nothing finished is asked for again
     unreachable = OpenAIGenerator(
-        "m", base_url="http://127.0.0.1:9/v1", chat=False, max_retries=1, backoff_s=0.01
+        "m", EndpointConfig(base_url="http://127.0.0.1:9/v1", max_retries=1, backoff_s=0.01), chat=False
     )
     with pytest.raises(EndpointError, match="127.0.0.1:9"):
         list(unreachable.generate(requests[:1], 1, SamplingConfig()))

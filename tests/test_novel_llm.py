@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import SimpleNamespace
 
 import pytest
+from hydra.errors import ConfigCompositionException
 from test_novel_tasks import BUNDLE, python, sandbox  # noqa: F401  (fixtures)
 
+from core.entry import validate_overrides
+from core.openai_client import EndpointConfig, OpenAIClient
+from data_pipeline.novel_api.app import APP, ValidateConfig
 from data_pipeline.novel_api.llm_tasks import LLMTaskGenerator, parse_reply
 from data_pipeline.novel_api.tasks import TODO, build_tasks
 from data_pipeline.novel_api.validate import validate_tasks
@@ -54,15 +57,18 @@ GOOD = {
 def test_llm_tasks_are_parsed_filtered_and_checked(endpoint, sandbox):  # noqa: F811
     names_it = {**GOOD, "description": "Call slugify on a title."}
     _Scripted.replies = ["Here it is:\n" + json.dumps(GOOD), json.dumps(names_it), "not json at all"]
-    generator = LLMTaskGenerator.from_config(
-        SimpleNamespace(
-            base_url=endpoint,
-            api_key_env="NONE",
-            model="m",
-            temperature=0.0,
-            template="configs/novel_api/task_prompt.yaml",
-        )
+    cfg = validate_overrides(
+        APP,
+        [
+            "stage=tasks",
+            "tasks.generator=llm",
+            "tasks.llm.model=m",
+            f"tasks.llm.base_url={endpoint}",
+            "tasks.llm.api_key_env=NONE",
+            "tasks.llm.temperature=0.0",
+        ],
     )
+    generator = LLMTaskGenerator.from_config(cfg.tasks.llm)
     tasks, manifest = build_tasks([BUNDLE], sandbox, generator)
     assert [t["level"] for t in tasks] == [1] and tasks[0]["c1"] and "'a-b'" in tasks[0]["tests"]
     assert parse_reply("{}") is None and parse_reply(json.dumps(GOOD)) == GOOD
@@ -73,9 +79,7 @@ def test_c2_and_c3_keep_only_new_and_solvable_tasks(endpoint, sandbox):  # noqa:
     task = tasks[0]  # L1: solve()
     solved = "```python\n" + task["reference"] + "\n```"
     wrong = "```python\ndef solve():\n    return 'nope'\n```"
-    cfg = SimpleNamespace(
-        base_model="base", strong_model="strong", base_url=endpoint, api_key_env="NONE", samples=3
-    )
+    cfg = ValidateConfig(base_model="base", strong_model="strong", base_url=endpoint, api_key_env="NONE")
     # task kept: base fails 3 of 3, strong solves; same task again: base solves 2 of 3 -> dropped (C2)
     _Scripted.replies = [wrong, wrong, wrong, solved, solved, solved, wrong]
     kept, manifest = validate_tasks(
@@ -83,19 +87,16 @@ def test_c2_and_c3_keep_only_new_and_solvable_tasks(endpoint, sandbox):  # noqa:
     )
     assert [t["id"] for t in kept] == [task["id"]] and kept[0]["c2"] is True and kept[0]["c3"] is True
     assert manifest["dropped"] == {"c2_base_model_solves": 1}
-    skipped = SimpleNamespace(
-        base_model=None, strong_model=None, base_url=endpoint, api_key_env="NONE", samples=3
-    )
+    skipped = ValidateConfig(base_url=endpoint, api_key_env="NONE")
     kept, manifest = validate_tasks([task], {BUNDLE["qualname"]: BUNDLE}, sandbox, skipped)
     assert kept[0]["c2"] is None and manifest["c2"] == "skipped"
 
 
 def test_prose_rewrite_keeps_the_docstring(endpoint):
-    from core.openai_client import OpenAIClient
     from data_pipeline.novel_api.prose import rewrite_prose
 
     _Scripted.replies = ["It joins the words of the text with a separator.", ""]
-    client = OpenAIClient(endpoint, "NONE", max_retries=0)
+    client = OpenAIClient(EndpointConfig(endpoint, "NONE", max_retries=0))
     bundles, counts = rewrite_prose([BUNDLE, BUNDLE], client, "m")
     assert (
         bundles[0]["M"]["prose"].startswith("It joins")
@@ -105,3 +106,10 @@ def test_prose_rewrite_keeps_the_docstring(endpoint):
         "rewritten": 1,
         "kept_docstring": 1,
     }
+
+
+def test_each_llm_step_takes_the_endpoint_keys_and_rejects_others():
+    cfg = validate_overrides(APP, ["stage=tasks", "prose.max_retries=0", "checks.timeout_s=5"])
+    assert cfg.prose.max_retries == 0 and cfg.checks.timeout_s == 5
+    with pytest.raises(ConfigCompositionException, match="tasks.llm.retries"):
+        validate_overrides(APP, ["stage=tasks", "tasks.llm.retries=0"])

@@ -16,7 +16,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from core.config import CONFIG_DIR, ModelConfig, register_schema, to_validated
+from core.config import CONFIG_DIR, ModelConfig, WandbConfig, register_schema, to_validated
 from core.errors import ConfigError
 from core.formats import FORMATS
 from core.hub import check_ref, existing_path, hub_offline, is_hub
@@ -88,13 +88,6 @@ class LoraConfig:
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     )
     merge: bool = False  # also write the merged full model to DIR/final (adapter goes to DIR/final-adapter)
-
-
-@dataclass
-class WandbConfig:
-    project: str = "editforge"
-    tags: list[str] = field(default_factory=list)
-    mode: str | None = None  # online | offline | disabled; default: offline when no API key is set
 
 
 @dataclass
@@ -211,6 +204,8 @@ class SFTAppConfig:
         for spec in self.data.specs():
             spec.validate()
         self.run.validate()
+        if not self.recipe.wandb.enabled:
+            self.run.report_to = "none"  # either switch turns tracking off
         if self.deepspeed_config is not None:
             deepspeed_config_path(self.deepspeed_config)  # raises when missing
         lora = self.recipe.lora

@@ -13,6 +13,7 @@ from core.config import CONFIG_DIR, register_schema
 from core.entry import App
 from core.errors import ConfigError, UserError
 from core.hub import existing_path
+from core.openai_client import EndpointConfig
 from core.problems import read_records
 
 STAGES = ("discover", "bundles", "tasks", "validate", "corpus", "all")
@@ -21,23 +22,19 @@ log = logging.getLogger("data_pipeline.novel_api")
 
 
 @dataclass
-class LLMConfig:
+class LLMConfig(EndpointConfig):
     """A served model (OpenAI-compatible) for LLM task generation."""
 
     model: str | None = None
-    base_url: str = "https://api.openai.com/v1"
-    api_key_env: str = "OPENAI_API_KEY"
     template: str = str(TASK_PROMPT)
     temperature: float = 0.2
 
 
 @dataclass
-class ProseConfig:
+class ProseConfig(EndpointConfig):
     """The optional LLM rewrite of each bundle's M prose (null model: the docstring's prose)."""
 
     model: str | None = None
-    base_url: str = "https://api.openai.com/v1"
-    api_key_env: str = "OPENAI_API_KEY"
 
 
 @dataclass
@@ -47,14 +44,12 @@ class TasksConfig:
 
 
 @dataclass
-class ValidateConfig:
+class ValidateConfig(EndpointConfig):
     """C2 (the base model fails >= 2 of 3 samples without knowledge) and C3 (a strong model solves it
     with the full bundle) need served models; left null, they are skipped and recorded as such."""
 
     base_model: str | None = None
     strong_model: str | None = None
-    base_url: str = "https://api.openai.com/v1"
-    api_key_env: str = "OPENAI_API_KEY"
     samples: int = 3
 
 
@@ -157,7 +152,7 @@ def _bundles(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
         from data_pipeline.novel_api.prose import rewrite_prose
         from data_pipeline.novel_api.tasks import write_jsonl
 
-        client = OpenAIClient(cfg.prose.base_url, cfg.prose.api_key_env)
+        client = OpenAIClient(cfg.prose)
         bundles, manifest["prose"] = rewrite_prose(
             _read_jsonl(out / "bundles.jsonl"), client, cfg.prose.model
         )

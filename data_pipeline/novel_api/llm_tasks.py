@@ -13,13 +13,16 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from core.knowledge import PARTS, render_knowledge
 from core.openai_client import EndpointError, OpenAIClient
 from data_pipeline.novel_api.tasks import LEVELS, TODO, Draft, strip_name
+
+if TYPE_CHECKING:
+    from data_pipeline.novel_api.app import LLMConfig
 
 KEYS = ("description", "reference", "context", "call")
 
@@ -45,9 +48,9 @@ class LLMTaskGenerator:
     temperature: float = 0.2
 
     @classmethod
-    def from_config(cls, cfg: Any) -> LLMTaskGenerator:
+    def from_config(cls, cfg: LLMConfig) -> LLMTaskGenerator:
         template = yaml.safe_load(Path(cfg.template).read_text())
-        return cls(OpenAIClient(cfg.base_url, cfg.api_key_env), cfg.model, template, cfg.temperature)
+        return cls(OpenAIClient(cfg), cfg.model, template, cfg.temperature)
 
     def __call__(self, bundle: dict[str, Any]) -> list[Draft]:
         knowledge = render_knowledge(bundle, PARTS)

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import secrets
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.benchmarks.novelapi import instruction, program
 from core.formats import get_format
 from core.knowledge import PARTS, render_knowledge
 from core.openai_client import OpenAIClient
 from core.sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from data_pipeline.novel_api.app import ValidateConfig
 
 
 def _passes(sandbox: Sandbox, task: dict, completions: list[str]) -> list[bool]:
@@ -36,9 +39,9 @@ def _ask(client: OpenAIClient, model: str, task: dict, knowledge: str, n: int) -
 
 
 def validate_tasks(
-    tasks: list[dict[str, Any]], bundles: dict[str, dict], sandbox: Sandbox, cfg: Any
+    tasks: list[dict[str, Any]], bundles: dict[str, dict], sandbox: Sandbox, cfg: ValidateConfig
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    client = OpenAIClient(cfg.base_url, cfg.api_key_env)
+    client = OpenAIClient(cfg)
     dropped: Counter = Counter()
     kept = []
     for task in tasks:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Any
 
-from core.openai_client import EndpointError, OpenAIClient
+from core.openai_client import EndpointConfig, EndpointError, OpenAIClient
 from eval.generation.base import GenerationRequest, SamplingConfig
 
 __all__ = ["EndpointError", "OpenAIGenerator"]
@@ -21,25 +22,12 @@ __all__ = ["EndpointError", "OpenAIGenerator"]
 class OpenAIGenerator:
     name = "openai"
 
-    def __init__(
-        self,
-        model: str,
-        base_url: str = "https://api.openai.com/v1",
-        chat: bool = True,
-        api_key_env: str = "OPENAI_API_KEY",
-        concurrency: int = 8,
-        max_retries: int = 6,
-        backoff_s: float = 1.0,
-        timeout_s: float = 120.0,
-    ):
-        self.model, self.base_url, self.chat = model, base_url.rstrip("/"), chat
-        self.client = OpenAIClient(base_url, api_key_env, max_retries, backoff_s, timeout_s)
-        self.concurrency = concurrency
+    def __init__(self, model: str, endpoint: EndpointConfig, chat: bool = True, concurrency: int = 8) -> None:
+        self.model, self.chat, self.concurrency = model, chat, concurrency
+        self.client = OpenAIClient(endpoint)
 
     def _complete(self, request: GenerationRequest, n: int, sampling: SamplingConfig) -> list[str]:
-        body = {
-            "model": self.model,
-            "n": n,
+        body: dict[str, Any] = {
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
             "max_tokens": sampling.max_new_tokens,
@@ -47,20 +35,10 @@ class OpenAIGenerator:
         }
         if sampling.stop:
             body["stop"] = list(sampling.stop)[:4]  # the API takes at most four
-        texts: list[str] = []
-        while len(texts) < n:  # some servers ignore n: ask again for the rest
-            body["n"] = n - len(texts)
-            if self.chat:
-                messages = [{"role": role, "content": content} for role, content in request.messages]
-                reply = self.client.post("/chat/completions", {**body, "messages": messages})
-                got = [c["message"]["content"] or "" for c in reply["choices"]]
-            else:
-                reply = self.client.post("/completions", {**body, "prompt": request.prompt})
-                got = [c["text"] for c in reply["choices"]]
-            if not got:
-                raise EndpointError(f"{self.base_url} returned no choices")
-            texts += got
-        return texts[:n]
+        if self.chat:
+            messages = [{"role": role, "content": content} for role, content in request.messages]
+            return self.client.chat(self.model, messages, n, **body)
+        return self.client.complete(self.model, request.prompt, n, **body)
 
     def generate(
         self, requests: Sequence[GenerationRequest], n: int, sampling: SamplingConfig
