@@ -96,3 +96,21 @@ def load_hub_dataset(ref: str, subset: str | None, split: str, key: str, streami
             + (f" [{subset}]" if subset else "")
             + f" ({reason}: {detail[:200]}); download it and pass a local path instead"
         ) from err
+
+
+def check_model_ref(ref: str, key: str) -> None:
+    """A model reference that can load: a local folder that exists, or a hub id (org/name) that the
+    hub serves or, offline, the cache holds; else one ConfigError naming the key and the fix."""
+    path = Path(ref).expanduser()
+    looks_local = ref.startswith((".", "/", "~")) or ref.count("/") != 1 or path.exists()
+    if looks_local:
+        existing_path(ref, key, "give a model folder or a hub id (org/name)")
+        return
+    if hub_offline():
+        from huggingface_hub import try_to_load_from_cache
+
+        if not isinstance(try_to_load_from_cache(ref, "config.json"), str):
+            raise ConfigError(
+                f"{key}={ref!r} is no local folder, and the hub is offline with no cached copy of it; "
+                "give a model folder, or download it while online"
+            )

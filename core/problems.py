@@ -9,6 +9,10 @@ benchmark run as its authors ran it (HumanEvalFix, bigcode's harness):
   them is cut where they begin, since execution appends `tests` anyway (they run once);
 - `prelude`: code run before the program but never shown (bigcode's import helper).
 
+What only one benchmark kind needs travels in `payload`, a frozen dataclass that kind's loader
+defines (`HumanEvalFixPayload`, `ApiUpdatePayload`, ...): typed fields, never string keys.
+`not_runnable` says why a problem cannot run on this machine (empty: it can).
+
 A file with a missing or mistyped field fails with a message that names the problem and the field.
 """
 
@@ -46,9 +50,10 @@ class Problem:
     instructions: dict[str, str]  # split -> instruction
     language: str = "python"
     taxonomy: dict[str, Any] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)  # e.g. entry_point, declaration
+    payload: Any = None  # the kind's own frozen dataclass (see the module docstring)
     shown_tests: str = ""  # tests the prompt shows after `before`
     prelude: str = ""  # runs before the program, never shown to the model
+    not_runnable: tuple[str, ...] = ()  # why this machine cannot run it; empty: it can
 
     @property
     def splits(self) -> list[str]:

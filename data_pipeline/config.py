@@ -3,7 +3,7 @@
 Groups: `source` (hub, files, disk, git), `pipeline` (editpackft, commits2023ft,
 commits2023raw, editpackft+commits2023ft) and `executor` (local, ray). Unknown keys fail at
 start-up; `validate` checks what types cannot (paths, rule names) before any work starts.
-The schema nests the domain types it configures (`MinHashConfig`, core's `BenchmarkSource`),
+The schema nests the domain types it configures (`MinHashConfig`, core's benchmark options),
 so their own checks run at start-up too.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.benchmarks import BenchmarkSource
+from core.benchmarks import options_from
 from core.config import register_schema
 from core.minhash_config import MinHashConfig
 
@@ -89,8 +89,8 @@ class DedupOptions:
             raise ValueError(f"pipeline.dedup.text={self.text!r}: choose one of {tuple(TEXT_COLUMNS)}")
 
 
-def _default_benchmarks() -> list[BenchmarkSource]:
-    return [BenchmarkSource(name="canitedit"), BenchmarkSource(name="humanevalfix")]
+def _default_benchmarks() -> list[Any]:
+    return [{"name": "canitedit"}, {"name": "humanevalfix"}]
 
 
 @dataclass
@@ -98,7 +98,8 @@ class DecontamOptions:
     enabled: bool = True
     # Read by eval's own loaders (core.benchmarks), e.g. [{name: canitedit}, {name: humanevalfix,
     # languages: [python, js]}, {name: canitedit, path: FILE.jsonl}]; `path: null` is the default source.
-    benchmarks: list[BenchmarkSource] = field(default_factory=_default_benchmarks)
+    # Each entry takes the options of the benchmark it names (BenchmarkOptions once validated).
+    benchmarks: list[Any] = field(default_factory=_default_benchmarks)
     threshold: float = 0.5  # Jaccard of code shingles above which a row counts as a copy
     match_instructions: bool = True  # identical (normalised) instructions are dropped too
     columns: list[str] = field(default_factory=lambda: ["before", "after"])  # the code compared
@@ -127,8 +128,9 @@ class PipelineConfig:
                 )
             for i, bench in enumerate(self.decontaminate.benchmarks):
                 key = f"pipeline.decontaminate.benchmarks[{i}]"
-                bench.validate(key)
-                bench.check_source(key)
+                options = options_from(bench, key)
+                options.check_source(key)
+                self.decontaminate.benchmarks[i] = options
 
 
 @dataclass

@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.config import ModelConfig, register_schema
+from core.config import register_schema
+from core.dtypes import check_dtype
 from core.entry import App, run_app
 from core.errors import ConfigError
 from core.formats import FORMATS
-from core.hub import existing_path
-from eval.config import GenConfig, SandboxConfig
+from core.hub import check_model_ref, existing_path
+from eval.config import EvalModelConfig, GenConfig, SandboxConfig
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "apiupdate"
 REGIMES = ("single", "successive")
@@ -36,13 +37,6 @@ class EditorConfig:
     name: str = "prompt"
     target: str = "train.editors.prompt:PromptEditor"  # package.module:Class
     options: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class StudyModelConfig(ModelConfig):
-    name: str = "model"  # the label in the report
-    prompt_format: str | None = None  # None: the format it was trained in, else editcoder
-    dtype: str = "auto"  # auto | bf16 | fp16 | fp32
 
 
 @dataclass
@@ -62,7 +56,7 @@ class StudyGenConfig(GenConfig):
 @dataclass
 class EditRunConfig:
     benchmark: StudyBenchmarkConfig = field(default_factory=StudyBenchmarkConfig)
-    model: StudyModelConfig = field(default_factory=StudyModelConfig)
+    model: EvalModelConfig = field(default_factory=EvalModelConfig)  # eval.run's; kind: model
     editor: EditorConfig = field(default_factory=EditorConfig)
     regime: str = "single"  # single | successive
     every: int = 0  # successive: evaluate after every N edits too (0: after the last only)
@@ -77,14 +71,15 @@ class EditRunConfig:
     def validate(self) -> None:
         if self.regime not in REGIMES:
             raise ConfigError(f"regime={self.regime!r}: choose one of {REGIMES}")
-        if not self.model.path:
-            raise ConfigError("model.path=<hf folder or hub id> is required")
+        if self.model.kind != "model":
+            raise ConfigError(
+                f"model.kind={self.model.kind!r}: the study edits real weights (model.kind=model)"
+            )
         if self.model.prompt_format is not None and self.model.prompt_format not in FORMATS:
             raise ConfigError(
                 f"model.prompt_format={self.model.prompt_format!r}: choose one of {sorted(FORMATS)}"
             )
-        if self.model.dtype not in ("auto", "bf16", "fp16", "fp32"):
-            raise ConfigError(f"model.dtype={self.model.dtype!r}: choose auto, bf16, fp16 or fp32")
+        check_dtype(self.model.dtype, "model.dtype")
         if self.gen.n < 1 or not self.ks or min(self.ks) < 1:
             raise ConfigError("gen.n and every k in ks must be >= 1")
         if min(self.ks) > self.gen.n:
@@ -98,44 +93,25 @@ register_schema("apiupdate_edit_schema", EditRunConfig)
 
 def preflight(cfg: EditRunConfig) -> None:
     existing_path(cfg.benchmark.path, "benchmark.path", "build it with python -m eval.build_apiupdate")
-    path = Path(cfg.model.path).expanduser()
-    looks_local = cfg.model.path.startswith((".", "/", "~")) or cfg.model.path.count("/") != 1
-    if looks_local and not path.exists():
-        existing_path(cfg.model.path, "model.path", "give a model folder or a hub id (org/name)")
-
-
-def _prompt_format(cfg: EditRunConfig):
-    from core.formats import get_format
-    from core.layout import TrainedConfig
-
-    if cfg.model.prompt_format:
-        return get_format(cfg.model.prompt_format)
-    trained = TrainedConfig.read(cfg.model.path) if Path(cfg.model.path).is_dir() else None
-    return get_format(trained.prompt_format if trained else "editcoder")
+    if not cfg.model.path:
+        raise ConfigError("model.path=<hf folder or hub id> is required")
+    check_model_ref(cfg.model.path, "model.path")
 
 
 def run(cfg: EditRunConfig, resolved: dict[str, Any]) -> None:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from core.benchmarks import load_benchmark
     from core.editing import load_editor
     from core.sandbox import make_sandbox
     from eval.apiupdate.report import render_study_report
     from eval.apiupdate.study import EditStudy, StudyOptions
+    from eval.benchmarks import get_kind
     from eval.generation.base import SamplingConfig
-    from eval.generation.hf import HFGenerator
+    from eval.generation.hf import HFGenerator, load_model
+    from eval.models import resolve_format
 
-    problems = load_benchmark("apiupdate", cfg.benchmark.path).problems
-    fmt = _prompt_format(cfg)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    dtype = {"auto": "auto", "bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[
-        cfg.model.dtype
-    ]
-    tokenizer = AutoTokenizer.from_pretrained(cfg.model.path, trust_remote_code=cfg.model.trust_remote_code)
-    model = AutoModelForCausalLM.from_pretrained(
-        cfg.model.path, dtype=dtype, trust_remote_code=cfg.model.trust_remote_code
-    ).to(device)
+    kind = get_kind("apiupdate")
+    problems = kind.load(kind.options(path=cfg.benchmark.path))
+    fmt = resolve_format(cfg.model)
+    model, tokenizer = load_model(cfg.model.path, cfg.model.dtype, cfg.model.trust_remote_code)
     editor = load_editor(cfg.editor.target, model, tokenizer, dict(cfg.editor.options))
     options = StudyOptions(
         regime=cfg.regime,

@@ -1,8 +1,10 @@
 """Structured configs of `python -m eval.run` (groups: benchmark, model, backend).
 
-The schema nests the domain types it configures: `benchmark` is core's `BenchmarkSource`
-(the loader decontamination uses too) plus what to score, `model` core's `ModelConfig` plus
-how to prompt it, and `sandbox.limits` the sandbox's own `SandboxLimits`.
+`benchmark` holds the options of the kind it names (`eval/benchmarks/`): the composed group is
+validated against that kind's options dataclass, so an option of another kind is an unknown key.
+`model` is core's `ModelConfig` plus how to prompt it, and `sandbox.limits` the sandbox's own
+`SandboxLimits`. What needs the machine (paths, toolchains, the hub) is checked by `eval.run`'s
+preflight, so `--cfg job` works without them.
 """
 
 from __future__ import annotations
@@ -10,21 +12,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from core.benchmarks import BenchmarkSource
-from core.config import ModelConfig, register_schema
+from core.config import ModelConfig, WandbConfig, register_schema
+from core.dtypes import check_dtype
 from core.errors import ConfigError
 from core.formats import FORMATS
+from core.openai_client import EndpointConfig
 from core.sandbox.limits import SandboxLimits
 
 STAGES = ("generate", "execute", "score", "all")
 MODEL_KINDS = ("model", "reference", "identity", "replay")
 BACKENDS = ("hf", "vllm", "openai")
-
-
-@dataclass
-class BenchmarkConfig(BenchmarkSource):
-    splits: list[str] | None = None  # score only these splits
-    limit: int | None = None  # the first N problems (quick runs)
 
 
 @dataclass
@@ -39,16 +36,13 @@ class EvalModelConfig(ModelConfig):
 
 
 @dataclass
-class BackendConfig:
+class BackendConfig(EndpointConfig):
+    """How the model generates; backend=openai reads the endpoint keys (`backend.base_url`, ...)."""
+
     name: str = "hf"  # hf | vllm | openai
     batch_size: int = 8
-    base_url: str = "https://api.openai.com/v1"  # openai
     chat: bool = True  # openai: chat/completions (True) or completions
-    api_key_env: str = "OPENAI_API_KEY"
-    concurrency: int = 8
-    max_retries: int = 6
-    backoff_s: float = 1.0
-    timeout_s: float = 120.0
+    concurrency: int = 8  # openai: requests in flight
     tensor_parallel_size: int = 1  # vllm
     gpu_memory_utilization: float = 0.9
     max_model_len: int | None = None
@@ -83,35 +77,29 @@ class ScoreConfig:
 
 
 @dataclass
-class WandbConfig:
-    enabled: bool = False
-    project: str = "editforge-eval"
-
-
-@dataclass
 class EvalConfig:
-    benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
+    # The chosen kind's options (a BenchmarkOptions subclass once validated)
+    benchmark: Any = field(default_factory=lambda: {"name": "fixtures"})
     model: EvalModelConfig = field(default_factory=EvalModelConfig)
     backend: BackendConfig = field(default_factory=BackendConfig)
     gen: GenConfig = field(default_factory=GenConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     score: ScoreConfig = field(default_factory=ScoreConfig)
-    wandb: WandbConfig = field(default_factory=WandbConfig)
+    wandb: WandbConfig = field(default_factory=lambda: WandbConfig(enabled=False, project="editforge-eval"))
     out: str = "runs/eval"
     stage: str = "all"
 
     def validate(self) -> None:
-        self.benchmark.validate("benchmark")
+        from eval.benchmarks import options_of
+
+        self.benchmark = options_of(self.benchmark)
         if self.stage not in STAGES:
             raise ConfigError(f"stage={self.stage!r}: choose one of {STAGES}")
         if self.model.kind not in MODEL_KINDS:
             raise ConfigError(f"model.kind={self.model.kind!r}: choose one of {MODEL_KINDS}")
         if self.backend.name not in BACKENDS:
             raise ConfigError(f"backend.name={self.backend.name!r}: choose one of {BACKENDS}")
-        if self.model.kind == "model" and self.backend.name in ("hf", "vllm") and not self.model.path:
-            raise ConfigError(f"backend={self.backend.name} needs model.path=<hf folder or hub id>")
-        if self.model.kind == "replay" and not self.model.path:
-            raise ConfigError("model=replay needs model.path=<jsonl of scripted completions>")
+        check_dtype(self.model.dtype, "model.dtype")
         if self.model.prompt_format is not None and self.model.prompt_format not in FORMATS:
             raise ConfigError(
                 f"model.prompt_format={self.model.prompt_format!r}: choose one of {sorted(FORMATS)}"
@@ -125,4 +113,12 @@ class EvalConfig:
         return asdict(self)
 
 
-register_schema("eval_schema", EvalConfig)
+def register_schemas() -> None:
+    """The primary schema and every kind's options (`benchmark/<name>_options`, which the YAMLs extend)."""
+    from eval.benchmarks import load_builtin
+
+    register_schema("eval_schema", EvalConfig)
+    load_builtin()
+
+
+register_schemas()

@@ -1,8 +1,10 @@
 """One evaluation, top to bottom: load the benchmark, generate, execute, score.
 
-`EvalRun(cfg, resolved)` loads the problems and resolves the prompt format; `generate()`,
-`execute()` and `score()` are the stages `python -m eval.run stage=...` runs. Every sample
-is appended to OUT/samples.jsonl as soon as it exists, so a killed run started again
+`EvalRun(cfg, resolved)` loads the problems through the benchmark's kind (`eval/benchmarks/`) and
+resolves the prompt format; `generate()`, `execute()` and `score()` are the stages
+`python -m eval.run stage=...` runs. The kind decides how a sample becomes a verdict, its metrics
+and its report; this runner only stores: every sample and verdict is appended to
+OUT/samples.jsonl as soon as it exists (`eval.samples.run_missing`), so a killed run started again
 continues where it stopped; metrics go to OUT/results.json and OUT/report.md.
 """
 
@@ -10,78 +12,32 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import defaultdict
 from dataclasses import replace
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import yaml
 from tqdm.auto import tqdm
 
-from core.benchmarks import load_source
 from core.config import wandb_has_key
-from core.formats import PromptFormat, get_format
-from core.layout import TrainedConfig
-from core.sandbox import Sandbox, SandboxLimits, make_sandbox
+from core.sandbox import Sandbox, make_sandbox
+from eval.benchmarks import get_kind
+from eval.benchmarks.base import ExecContext, Job, ScoreContext
 from eval.config import EvalConfig
-from eval.execute import execute_samples
 from eval.generate import build_requests, generate_samples
-from eval.generation import SamplingConfig, make_generator
-from eval.languages import check_languages
-from eval.report import render_report
-from eval.samples import SampleStore, check_identity
-from eval.scoring import measure_coverage, score
+from eval.generation import SamplingConfig
+from eval.models import load_generator, resolve_format
+from eval.samples import SampleStore, check_identity, run_missing
 
 log = logging.getLogger("eval.run")
 
 
-def resolve_format(cfg: EvalConfig) -> PromptFormat:
-    """The model's prompt format: explicit, else the one it was trained in, else a default."""
-    if cfg.model.prompt_format:
-        return get_format(cfg.model.prompt_format)
-    trained = TrainedConfig.read(cfg.model.path) if cfg.model.path and cfg.model.kind == "model" else None
-    if trained is not None:
-        return get_format(trained.prompt_format)
-    if cfg.model.kind == "model" and cfg.backend.name == "openai" and cfg.backend.chat:
-        return get_format("chat")
-    return get_format("editcoder")
-
-
-def _generator_options(cfg: EvalConfig) -> dict[str, Any]:
-    b, m = cfg.backend, cfg.model
-    if b.name == "hf":
-        return {
-            "path": m.path,
-            "batch_size": b.batch_size,
-            "dtype": m.dtype,
-            "trust_remote_code": m.trust_remote_code,
-        }
-    if b.name == "vllm":
-        return {
-            "path": m.path,
-            "tensor_parallel_size": b.tensor_parallel_size,
-            "dtype": m.dtype,
-            "gpu_memory_utilization": b.gpu_memory_utilization,
-            "max_model_len": b.max_model_len,
-            "trust_remote_code": m.trust_remote_code,
-        }
-    return {
-        "model": m.name,
-        "base_url": b.base_url,
-        "chat": b.chat,
-        "api_key_env": b.api_key_env,
-        "concurrency": b.concurrency,
-        "max_retries": b.max_retries,
-        "backoff_s": b.backoff_s,
-        "timeout_s": b.timeout_s,
-    }
-
-
 def _identity(cfg: EvalConfig) -> dict[str, Any]:
     """What decides which samples exist: the benchmark, the model and how it is sampled (not n)."""
-    b, m, g = cfg.benchmark, cfg.model, cfg.gen
+    m, g = cfg.model, cfg.gen
     return {
-        "benchmark": [b.name, b.path, list(b.languages), b.variant, b.cells, b.retrieval, b.bundle],
+        "benchmark": cfg.benchmark.identity(),
         "model": [m.kind, m.path, m.name, m.prompt_format],
         "sampling": [g.temperature, g.top_p, g.max_new_tokens, g.seed],
     }
@@ -92,27 +48,32 @@ class EvalRun:
         cfg.validate()
         self.cfg, self.resolved = cfg, resolved
         self.out = Path(cfg.out)
-        bench = cfg.benchmark
-        check_languages(bench.name, bench.languages)
-        self.benchmark = load_source(bench)
-        problems = self.benchmark.problems[: bench.limit] if bench.limit else self.benchmark.problems
+        options = cfg.benchmark
+        self.kind = get_kind(options.name)
+        problems = self.kind.load(options)
+        problems = problems[: options.limit] if options.limit else problems
         self.problems = {p.id: p for p in problems}
-        self.splits = list(bench.splits) if bench.splits else self.benchmark.splits
-        self.fmt = resolve_format(cfg)
+        seen: dict[str, None] = {}
+        for p in problems:
+            seen.update(dict.fromkeys(p.splits))
+        self.splits = list(options.splits) if options.splits else list(seen)
+        self.fmt = resolve_format(cfg.model, cfg.backend)
+        self._sandboxes: dict[str | None, Sandbox] = {}
         check_identity(self.out, _identity(cfg))
         self.store = SampleStore(self.out / "samples.jsonl")
         (self.out / "config.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
 
     def generate(self) -> int:
         cfg = self.cfg
-        kind = cfg.model.kind if cfg.model.kind != "model" else cfg.backend.name
-        options = {"path": cfg.model.path} if kind == "replay" else {}
-        generator = make_generator(
-            kind, self.fmt, _generator_options(cfg) if cfg.model.kind == "model" else options
-        )
+        generator = load_generator(cfg.model, cfg.backend, self.fmt)
         # Chat prompts are rendered with the model's template; openai takes the messages instead.
         tokenizer = getattr(generator, "tokenizer", None)
-        if tokenizer is None and self.fmt.name == "chat" and kind == "vllm":
+        if (
+            tokenizer is None
+            and self.fmt.name == "chat"
+            and cfg.model.kind == "model"
+            and cfg.backend.name == "vllm"
+        ):
             from transformers import AutoTokenizer
 
             tokenizer = AutoTokenizer.from_pretrained(cfg.model.path)
@@ -129,94 +90,81 @@ class EvalRun:
         finally:
             generator.close()
 
-    @cached_property
-    def sandbox(self) -> Sandbox:
-        """One worker pool for execution and coverage, started on first use, stopped by close()."""
-        s = self.cfg.sandbox
-        return make_sandbox(s.backend, limits=s.limits, workers=s.workers)
-
-    def _limits(self, timeout_s: float) -> SandboxLimits:
-        return replace(self.cfg.sandbox.limits, timeout_s=timeout_s)
-
-    def execute(self) -> None:
-        s = self.cfg.sandbox
-        todo = len(self.store.of_type("sample")) - len(self.store.of_type("execution"))
-        if todo <= 0:
-            return
-        # novelapi starts one sandbox per library interpreter: the default one is not needed
-        where = "" if self.benchmark.name == "novelapi" else f" ({self.sandbox.backend})"
-        with tqdm(total=todo, desc=f"Executing{where}", unit="sample") as bar:
-            if self.benchmark.name == "apiupdate":  # the modified API installed around each sample
-                from eval.apiupdate.stages import execute_apiupdate
-
-                execute_apiupdate(self.store, self.problems, self.sandbox, s.limits, bar.update)
-                return
-            if self.benchmark.name == "novelapi":  # the spy, under each library version's interpreter
-                from eval.novelapi.stages import execute_novelapi
-
-                execute_novelapi(
-                    self.store, self.problems, s.backend, s.limits, s.workers, s.max_code_bytes, bar.update
-                )
-                return
-            execute_samples(
-                self.store,
-                self.problems,
-                self.sandbox,
-                s.limits,
-                s.max_code_bytes,
-                bar.update,
+    def sandbox(self, python: str | None = None) -> Sandbox:
+        """The worker pool for programs run by `python` (None: the sandbox's own interpreter),
+        started on first use and stopped by close()."""
+        if python not in self._sandboxes:
+            s = self.cfg.sandbox
+            self._sandboxes[python] = make_sandbox(
+                s.backend, limits=s.limits, workers=s.workers, python=python
             )
+        return self._sandboxes[python]
+
+    def start_sandboxes(self) -> None:
+        """Start the pools the problems need now, so they are warm once samples exist."""
+        for python in {self.kind.interpreter(p) for p in self.problems.values()}:
+            self.sandbox(python)
+
+    def execute(self) -> int:
+        s = self.cfg.sandbox
+        done = self.store.of_type("execution")
+        by_python: dict[str | None, list[tuple[Any, Job]]] = defaultdict(list)
+        for key, sample in sorted(self.store.of_type("sample").items()):
+            problem = self.problems.get(key[0])
+            if key not in done and problem is not None:
+                by_python[self.kind.interpreter(problem)].append((key, Job(key, problem, sample["code"])))
+        todo = sum(len(jobs) for jobs in by_python.values())
+        if not todo:
+            return 0
+        with tqdm(total=todo, desc="Executing", unit="sample") as bar:
+            for python, jobs in by_python.items():
+                ctx = ExecContext(self.sandbox(python), s.limits, s.max_code_bytes)
+                run_missing(
+                    self.store,
+                    "execution",
+                    jobs,
+                    lambda chunk, ctx=ctx: self.kind.execute([j for _, j in chunk], ctx),
+                    bar.update,
+                )
+        return todo
 
     def score(self) -> dict[str, Any]:
-        if self.benchmark.name == "apiupdate":  # Compiles/Pass/Adoption/Workaround@k and the taxonomy
-            from eval.apiupdate.report import render_eval_report
-            from eval.apiupdate.stages import score_apiupdate
-
-            scored = score_apiupdate(self.store, self.problems, self.splits, self.cfg.score.ks)
-            report = render_eval_report(self.cfg.model.name, scored, self.cfg.score.ks)
-        elif self.benchmark.name == "novelapi":  # pass@k, API_acc, Param_corr, failure classes per cell
-            from eval.novelapi.stages import render_novelapi_report, score_novelapi
-
-            scored = score_novelapi(self.store, self.problems, self.splits, self.cfg.score.ks)
-            plot = self.out / "failure_classes.png"
-            report = render_novelapi_report(self.cfg.model.name, scored, self.cfg.score.ks, plot)
-        else:
-            if self.cfg.score.excess_code:
-                self._measure_coverage()
-            scored = score(self.store, self.problems, self.splits, self.cfg.score.ks)
-            report = render_report(self.cfg.model.name, self.benchmark.name, scored)
+        cfg = self.cfg
+        ctx = ScoreContext(
+            store=self.store,
+            problems=self.problems,
+            splits=self.splits,
+            ks=list(cfg.score.ks),
+            out=self.out,
+            sandbox=self.sandbox,
+            limits=replace(cfg.sandbox.limits, timeout_s=cfg.sandbox.coverage_timeout_s),
+            excess_code=cfg.score.excess_code,
+        )
+        scored = self.kind.score(ctx)
+        report = self.kind.report(cfg.model.name, scored, ctx)
         results = {
             "metrics": scored["metrics"],
             "config": self.resolved,
-            "benchmark": self.benchmark.name,
-            "model": self.cfg.model.name,
+            "benchmark": self.kind.name,
+            "model": cfg.model.name,
         }
         (self.out / "results.json").write_text(json.dumps(results, indent=2))
         (self.out / "per_problem.json").write_text(json.dumps(scored["per_problem"], indent=2))
         (self.out / "report.md").write_text(report)
-        if self.cfg.wandb.enabled:
+        if cfg.wandb.enabled:
             self._log_wandb(results)
-        if self.benchmark.name in ("apiupdate", "novelapi"):
-            results["report"] = report  # printed whole: its tables are not pass@k's
-        return results
-
-    def _measure_coverage(self) -> None:
-        measured = self.store.of_type("coverage")
-        todo = sum(e["passed"] and k not in measured for k, e in self.store.of_type("execution").items())
-        if todo:
-            limits = self._limits(self.cfg.sandbox.coverage_timeout_s)
-            with tqdm(total=todo, desc="Coverage (ExcessCode)", unit="sample") as bar:
-                measure_coverage(self.store, self.problems, self.sandbox, limits, bar.update)
+        return {**results, "summary": self.kind.summary(cfg.model.name, scored, report)}
 
     def _log_wandb(self, results: dict[str, Any]) -> None:
         import wandb
 
         run = wandb.init(
             project=self.cfg.wandb.project,
-            name=f"{self.benchmark.name}-{self.cfg.model.name}",
+            name=f"{self.kind.name}-{self.cfg.model.name}",
             config=self.resolved,
             dir=str(self.out),
-            mode="online" if wandb_has_key() else "offline",
+            tags=list(self.cfg.wandb.tags),
+            mode=self.cfg.wandb.mode or ("online" if wandb_has_key() else "offline"),
         )
         run.log(
             {
@@ -229,6 +177,6 @@ class EvalRun:
         run.finish()
 
     def close(self) -> None:
-        if "sandbox" in self.__dict__:
-            self.sandbox.close()
+        for sandbox in self._sandboxes.values():
+            sandbox.close()
         self.store.close()

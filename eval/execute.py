@@ -1,8 +1,9 @@
-"""The execute stage: run every generated sample against its problem's tests in the sandbox.
+"""Programs with their tests in the sandbox: the verdicts of the kinds whose problems are one
+program plus tests (CanItEdit, HumanEvalFix, the fixtures, EDIT-Bench).
 
-Cheap checks come first and fail a sample without running it (empty, too large, Python
-that does not compile); everything else runs in the sandbox, a chunk at a time, and each
-result is appended to samples.jsonl as soon as its chunk finishes.
+Cheap checks come first and fail a sample without running it (empty, too large, Python that
+does not compile); everything else runs in the sandbox, Python in its interpreter harness and
+other languages as their toolchain's command line.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
@@ -18,10 +19,8 @@ from typing import Any
 from core.problems import Problem
 from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from eval.languages import command_job
-from eval.samples import Key, SampleStore
 
 log = logging.getLogger(__name__)
-CHUNK = 64
 
 
 def precheck(code: str, language: str, max_bytes: int) -> tuple[str, str] | None:
@@ -40,19 +39,26 @@ def precheck(code: str, language: str, max_bytes: int) -> tuple[str, str] | None
     return None
 
 
-def _record(key: Key, result: ExecutionResult) -> dict[str, Any]:
-    problem, split, index = key
+def verdict(result: ExecutionResult) -> dict[str, Any]:
     return {
-        "type": "execution",
-        "problem": problem,
-        "split": split,
-        "index": index,
         "status": result.status,
         "passed": result.passed,
         "exit_code": result.exit_code,
         "duration_s": round(result.duration_s, 4),
         "detail": result.detail,
         "stderr": result.stderr[-2000:],
+    }
+
+
+def early_verdict(status: str, detail: str) -> dict[str, Any]:
+    """The verdict of a sample that fails without running (see `precheck`)."""
+    return {
+        "status": status,
+        "passed": False,
+        "exit_code": None,
+        "duration_s": 0.0,
+        "detail": detail,
+        "stderr": "",
     }
 
 
@@ -83,47 +89,11 @@ def run_programs(
     return results  # type: ignore[return-value]
 
 
-def execute_samples(
-    store: SampleStore,
-    problems: dict[str, Problem],
-    sandbox: Sandbox,
-    limits: SandboxLimits,
-    max_code_bytes: int,
-    progress: Callable[[int], None] | None = None,
-) -> int:
-    """Execute every sample that has no execution record yet; returns how many ran or failed."""
-    done = store.of_type("execution")
-    todo = [(k, s) for k, s in sorted(store.of_type("sample").items()) if k not in done]
-    pending: list[tuple[Key, Problem, str]] = []
-    for key, sample in todo:
-        problem = problems[key[0]]
-        early = precheck(sample["code"], problem.language, max_code_bytes)
-        if early is None:
-            pending.append((key, problem, sample["code"]))
-            continue
-        status, detail = early
-        store.append(
-            {
-                "type": "execution",
-                "problem": key[0],
-                "split": key[1],
-                "index": key[2],
-                "status": status,
-                "passed": False,
-                "exit_code": None,
-                "duration_s": 0.0,
-                "detail": detail,
-                "stderr": "",
-            }
-        )
-        if progress:
-            progress(1)
-    for start in range(0, len(pending), CHUNK):
-        chunk = pending[start : start + CHUNK]
-        for (key, _, _), result in zip(
-            chunk, run_programs(sandbox, [(p, c) for _, p, c in chunk], limits), strict=True
-        ):
-            store.append(_record(key, result))
-        if progress:
-            progress(len(chunk))
-    return len(todo)
+def program_verdicts(
+    jobs: Sequence[tuple[Problem, str]], sandbox: Sandbox, limits: SandboxLimits, max_code_bytes: int
+) -> list[dict[str, Any]]:
+    """A verdict per (problem, code): cheap checks first, then the rest run together."""
+    early = [precheck(code, problem.language, max_code_bytes) for problem, code in jobs]
+    runs = [job for job, e in zip(jobs, early, strict=True) if e is None]
+    results = iter(run_programs(sandbox, runs, limits) if runs else [])
+    return [early_verdict(*e) if e else verdict(next(results)) for e in early]

@@ -64,11 +64,11 @@ def available_languages() -> list[str]:
     return [lang for lang, tool in TOOLCHAINS.items() if tool is None or shutil.which(tool)]
 
 
-def check_languages(benchmark: str, languages: Sequence[str]) -> None:
-    """HumanEvalFix languages need their toolchains on this machine."""
+def check_languages(languages: Sequence[str], key: str = "benchmark") -> None:
+    """Every language needs its toolchain on this machine."""
     unsupported = sorted(set(languages) - set(available_languages()))
-    if benchmark == "humanevalfix" and unsupported:
+    if unsupported:
         raise ConfigError(
-            f"benchmark.languages {unsupported} cannot run here (no toolchain); "
-            f"use benchmark.languages=[{','.join(available_languages())}]"
+            f"{key}.languages {unsupported} cannot run here (no toolchain); "
+            f"use {key}.languages=[{','.join(available_languages())}]"
         )

@@ -5,18 +5,21 @@
     python -m eval.run benchmark=fixtures backend=openai model.name=gpt-4o-mini backend.base_url=URL
     python -m eval.run ... stage=generate   # then stage=execute / stage=score, e.g. on another machine
 
-The config is validated and the machine checked (benchmark files, toolchains, the hub) before
-the evaluation stack is imported; the stages live in `eval/evaluation.py`.
+The config is validated and the machine checked (the benchmark's source and toolchains, the
+model's weights, the hub) before the evaluation stack is imported; the stages live in
+`eval/evaluation.py`, the benchmarks in `eval/benchmarks/`.
 """
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 from core.config import to_validated
 from core.entry import App, run_app
+from eval.benchmarks import get_kind
 from eval.config import EvalConfig
-from eval.languages import check_languages
 
 
 def to_eval_config(cfg: Any) -> EvalConfig:
@@ -24,37 +27,40 @@ def to_eval_config(cfg: Any) -> EvalConfig:
 
 
 def preflight(cfg: EvalConfig) -> None:
-    """What can be checked before anything heavy loads: the benchmark's source, toolchains."""
-    bench = cfg.benchmark
-    check_languages(bench.name, bench.languages)
-    bench.check_source("benchmark")
-    if cfg.model.kind == "replay":
-        from core.hub import existing_path
+    """What can be checked before anything heavy loads: the benchmark's source, toolchains, the model."""
+    from eval.models import check_model
 
-        existing_path(cfg.model.path, "model.path", "model=replay reads a jsonl of scripted completions")
+    get_kind(cfg.benchmark.name).check(cfg.benchmark)
+    check_model(cfg.model, cfg.backend)
 
 
 def evaluate(cfg: EvalConfig, resolved: dict[str, Any]) -> None:
     from eval.evaluation import EvalRun
-    from eval.report import render_report
 
-    run = EvalRun(cfg, resolved)
+    out = Path(cfg.out)
+    fresh = not out.exists()
+    try:
+        run = EvalRun(cfg, resolved)
+    except BaseException:
+        if fresh:  # a run that stopped before its first sample leaves no folder behind
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     stage = cfg.stage
     try:
-        if stage in ("execute", "all") and run.benchmark.name != "novelapi":  # novelapi: one per interpreter
-            run.sandbox  # noqa: B018 (starts the workers now, so they are warm once samples exist)
+        if stage in ("execute", "all"):
+            run.start_sandboxes()
         if stage in ("generate", "all"):
             run.generate()
         if stage in ("execute", "all"):
             run.execute()
         if stage in ("score", "all"):
-            results = run.score()
-            if "report" in results:  # a benchmark with its own report (apiupdate)
-                print(results["report"])
-            else:
-                print(render_report(cfg.model.name, run.benchmark.name, results))  # per problem: report.md
-    finally:
+            print(run.score()["summary"])
+    except BaseException:
         run.close()
+        if fresh and not any(run.store.records.values()):
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    run.close()
 
 
 APP = App("eval", EvalConfig, run=evaluate, preflight=preflight)

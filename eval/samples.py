@@ -11,10 +11,13 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 Key = tuple[str, str, int]
+T = TypeVar("T")
+CHUNK = 64  # records appended per chunk: what a kill can lose, and the sandbox's batch
 
 
 class SampleStore:
@@ -53,6 +56,32 @@ class SampleStore:
 
     def close(self) -> None:
         self._fh.close()
+
+
+def run_missing(
+    store: SampleStore,
+    record_type: str,
+    todo: Sequence[tuple[Key, T]],
+    work: Callable[[list[tuple[Key, T]]], Sequence[dict[str, Any]]],
+    progress: Callable[[int], None] | None = None,
+    chunk: int = CHUNK,
+) -> int:
+    """The one resumable loop: for each item whose key has no `record_type` record yet, chunk by
+    chunk, `work` gives one record body per item and each is appended (typed and keyed) before
+    the next chunk starts, so a killed run redoes at most one chunk. Returns how many ran."""
+    done = store.of_type(record_type)
+    missing = [(key, item) for key, item in todo if key not in done]
+    for start in range(0, len(missing), chunk):
+        part = missing[start : start + chunk]
+        bodies = work(part)
+        if len(bodies) != len(part):
+            raise RuntimeError(f"{record_type}: {len(bodies)} records for {len(part)} items")
+        for (key, _), body in zip(part, bodies, strict=True):
+            head = {"type": record_type, "problem": key[0], "split": key[1], "index": key[2]}
+            store.append({**head, **body, **head})
+        if progress:
+            progress(len(part))
+    return len(missing)
 
 
 IDENTITY_FILE = "samples.identity.json"

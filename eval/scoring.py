@@ -17,9 +17,8 @@ from eval.excess_code import (
     excess_code_stderr,
     mean_median_coverage,
 )
-from eval.execute import CHUNK
 from eval.metrics import aggregate_pass_at_k
-from eval.samples import SampleStore
+from eval.samples import Key, SampleStore, run_missing
 
 
 def measure_coverage(
@@ -28,36 +27,37 @@ def measure_coverage(
     sandbox: Sandbox,
     limits: SandboxLimits,
     progress: Callable[[int], None] | None = None,
-) -> None:
-    """Coverage of every passing Python sample not measured yet, run in the sandbox's worker
-    pool a chunk at a time; each record is appended to samples.jsonl as its chunk finishes."""
-    samples, done = store.of_type("sample"), store.of_type("coverage")
-    todo = [k for k, e in sorted(store.of_type("execution").items()) if e["passed"] and k not in done]
-    for start in range(0, len(todo), CHUNK):
-        chunk = todo[start : start + CHUNK]
-        python = [key for key in chunk if problems[key[0]].language == "python"]
+) -> int:
+    """Coverage of every passing Python sample not measured yet, run in the sandbox's worker pool
+    through the resumable loop; returns how many were measured."""
+    samples = store.of_type("sample")
+    todo = [(k, problems[k[0]]) for k, e in sorted(store.of_type("execution").items()) if e["passed"]]
+
+    def work(chunk: list[tuple[Key, Problem]]) -> list[dict[str, Any]]:
+        python = [key for key, problem in chunk if problem.language == "python"]
         jobs = [(samples[key]["code"], problems[key[0]].tests) for key in python]
         reports = dict(zip(python, coverage_reports(sandbox, jobs, limits), strict=True))
-        for key in chunk:
-            store.append(_coverage_record(key, problems[key[0]], samples[key]["code"], reports.get(key)))
-        if progress:
-            progress(len(chunk))
+        return [_coverage(problem, samples[key]["code"], reports.get(key)) for key, problem in chunk]
+
+    return run_missing(store, "coverage", todo, work, progress)
 
 
-def _coverage_record(key: tuple, problem: Problem, code: str, report) -> dict[str, Any]:
-    record: dict[str, Any] = {"type": "coverage", "problem": key[0], "split": key[1], "index": key[2]}
+def pending_coverage(store: SampleStore) -> int:
+    measured = store.of_type("coverage")
+    return sum(e["passed"] and k not in measured for k, e in store.of_type("execution").items())
+
+
+def _coverage(problem: Problem, code: str, report) -> dict[str, Any]:
     if report is None:
-        record["error"] = "coverage is measured for Python only"
-    elif isinstance(report, CoverageError):
-        record["error"] = str(report)[:500]
-    else:
-        record.update(
-            uncovered=len(report.reported_missing),
-            percent=report.percent,
-            excess=excess_code_of(problem.before, code, problem.tests, report),
-            excess_changed=excess_code_changed_lines_of(problem.before, code, report),
-        )
-    return record
+        return {"error": "coverage is measured for Python only"}
+    if isinstance(report, CoverageError):
+        return {"error": str(report)[:500]}
+    return {
+        "uncovered": len(report.reported_missing),
+        "percent": report.percent,
+        "excess": excess_code_of(problem.before, code, problem.tests, report),
+        "excess_changed": excess_code_changed_lines_of(problem.before, code, report),
+    }
 
 
 def score(store: SampleStore, problems: dict[str, Problem], splits: Sequence[str], ks: Sequence[int]) -> dict:

@@ -14,7 +14,7 @@ from core.entry import validate_overrides
 from core.formats import FORMATS
 from core.sandbox import make_sandbox
 from eval.apiupdate.builder import BuildOptions, build, write
-from eval.apiupdate_edit import APP, run
+from eval.apiupdate_edit import APP, preflight, run
 
 pytestmark = pytest.mark.slow
 
@@ -131,8 +131,9 @@ def test_config_errors_are_one_line(bench, tmp_path):
 
     with pytest.raises(ConfigError, match="regime"):
         validate_overrides(APP, [f"benchmark.path={bench}", "model.path=x/y", "regime=sometimes"])
+    cfg = validate_overrides(APP, [f"benchmark.path={bench}"])  # --cfg job needs no paths
     with pytest.raises(ConfigError, match="model.path"):
-        validate_overrides(APP, [f"benchmark.path={bench}"])
+        preflight(cfg)
     cfg = validate_overrides(
         APP, [f"benchmark.path={bench}", "model.path=x/y", "editor.target=nowhere:Nothing"]
     )

@@ -76,7 +76,7 @@ def test_the_shipped_fixtures_with_table1(sandbox):
 
 @pytest.mark.parametrize("language", ["python", "js", "cpp", "java"])
 def test_humanevalfix_every_language(sandbox, language):
-    problems = load_benchmark("humanevalfix", None, [language]).problems[:3]
+    problems = load_benchmark("humanevalfix", languages=[language]).problems[:3]
     options = AuditOptions(repeats=1, mutants_per_region=3, scope=language == "python")
     audit = run_audit("humanevalfix", problems, sandbox, SandboxLimits(timeout_s=60), options)
     for row in audit["problems"]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import statistics
 
-import numpy as np
 import pytest
 
 from core.benchmarks import load_benchmark
@@ -21,10 +20,8 @@ from eval.audit.independence import (
     default_threshold,
     identical_instructions,
     load_pairs,
-    normalize_instruction,
     pick_threshold,
     shared_codebases,
-    signature,
 )
 
 
@@ -48,7 +45,7 @@ def fixtures() -> list[Problem]:
 
 @pytest.fixture(scope="module")
 def humanevalfix() -> dict[str, Problem]:
-    problems = load_benchmark("humanevalfix", None, ["python", "js", "cpp", "java"]).problems
+    problems = load_benchmark("humanevalfix", languages=["python", "js", "cpp", "java"]).problems
     return {p.id: p for p in problems}
 
 
@@ -382,21 +379,6 @@ def test_humanevalpack_near_duplicates_are_found(humanevalfix):
     # correct_bracketing twice: "<>" in task 56, "()" in task 61, otherwise the same code
     assert ["Python/56", "Python/61"] in out["clusters"]
     assert out["distinct_contexts"] == 164 - sum(len(c) - 1 for c in out["clusters"])
-
-
-def test_normalize_instruction():
-    assert normalize_instruction("  Fix  the\tBug.!  ") == "fix the bug"
-    assert normalize_instruction("Fix bugs in f.") == normalize_instruction("fix bugs in f")
-
-
-def test_signature_is_the_pipelines_bit_for_bit():
-    pytest.importorskip("numba")
-    from data_pipeline.minhash import minhash_signatures
-
-    texts = [ACCOUNT, PRIMES, "x"]
-    rows = minhash_signatures(texts, MinHashConfig())
-    for row, text in zip(rows, texts, strict=True):
-        assert np.array_equal(row, signature(text).hashvalues)
 
 
 # ------------------------------------------------------------------------------------- calibration

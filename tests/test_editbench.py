@@ -67,22 +67,19 @@ def test_python_row_maps_every_field():
         "conftest.py": raw["test_harness"]["conftest.py"],
         "test_utils.py": raw["test_harness"]["test_utils.py"],
     }
-    extra = p.extra
-    assert extra["highlighted_code"] == raw["highlighted_code"]
-    assert extra["cursor_position"] == "6:5"
-    assert (extra["requirements"], extra["python_version"]) == ("numpy\npytest\n", "3.12")
-    assert extra["test_harness"] == harness  # nulls (columns other rows fill) dropped
-    assert extra["conftest"] == harness["conftest.py"]
-    assert extra["test_utils"] == harness["test_utils.py"]
-    assert (extra["package_json"], extra["other_files"]) == (None, {})
-    assert extra["files"] == {
+    payload = p.payload
+    assert payload.highlighted_code == raw["highlighted_code"]
+    assert payload.cursor_position == "6:5"
+    assert (payload.requirements, payload.python_version) == ("numpy\npytest\n", "3.12")
+    assert payload.test_harness == harness  # nulls (columns other rows fill) dropped
+    assert payload.files == {
         "original_code.py": raw["original_code"],
         "test_code.py": raw["test_code"],
         "requirements.txt": "numpy\npytest\n",
         **harness,
     }
-    assert extra["implementation_file"] == "implementation1.py"
-    assert extra["test_command"] == ["python", "-m", "pytest", "test_code.py", "-v", "-s"]
+    assert payload.implementation_file == "implementation1.py"
+    assert payload.test_command == ("python", "-m", "pytest", "test_code.py", "-v", "-s")
 
 
 def test_javascript_row_maps_package_json_and_other_files():
@@ -90,18 +87,19 @@ def test_javascript_row_maps_package_json_and_other_files():
     p = by_id()["4"]
     assert (p.language, p.taxonomy["programming_language"]) == ("js", "javascript")
     assert (p.before, p.tests, p.after) == (raw["original_code"], raw["test_code"], "")
-    assert p.extra["package_json"] == raw["test_harness"]["package.json"]
-    assert p.extra["other_files"] == {"jest.config.js": "module.exports = { testEnvironment: 'node' };\n"}
-    assert (p.extra["conftest"], p.extra["test_utils"]) == (None, None)
-    assert (p.extra["requirements"], p.extra["python_version"]) == ("", None)
-    assert p.extra["files"] == {
+    assert p.payload.test_harness == {
+        "package.json": raw["test_harness"]["package.json"],
+        "jest.config.js": "module.exports = { testEnvironment: 'node' };\n",
+    }
+    assert (p.payload.requirements, p.payload.python_version) == ("", None)
+    assert p.payload.files == {
         "original_code.js": raw["original_code"],
         "tests/test_code.test.js": raw["test_code"],
         "package.json": raw["test_harness"]["package.json"],
         "jest.config.js": raw["test_harness"]["jest.config.js"],
     }
-    assert p.extra["implementation_file"] == "implementation1.js"
-    assert p.extra["test_command"] == ["sh", "-c", "npm install && npm test"]
+    assert p.payload.implementation_file == "implementation1.js"
+    assert p.payload.test_command == ("sh", "-c", "npm install && npm test")
 
 
 def test_translation_keeps_its_instruction_and_pair():
@@ -120,24 +118,24 @@ def test_natural_language_column_when_present():
 
 def test_runnability_reasons_per_row():
     problems = by_id()
-    assert not any(p.extra["runnable"] for p in problems.values())
+    assert all(p.not_runnable for p in problems.values())
     for pid in ("1", "112"):
-        (reason,) = problems[pid].extra["not_runnable"]
+        (reason,) = problems[pid].not_runnable
         assert reason.startswith(PYTEST_REASON) and "(Python 3.12)" in reason
-        assert problems[pid].extra["missing_packages"] == []
-    game = problems["2"].extra
-    assert game["missing_packages"] == ["pygame"]
-    assert game["not_runnable"][1:] == [
+        assert problems[pid].payload.missing_packages == ()
+    game = problems["2"]
+    assert game.payload.missing_packages == ("pygame",)
+    assert game.not_runnable[1:] == (
         "requirements not importable here: pygame",
         "imports GUI libraries (pygame): needs a display",
-    ]
+    )
     numpy_here = importlib.util.find_spec("numpy") is not None
-    assert problems["3"].extra["missing_packages"] == ([] if numpy_here else ["numpy"])
-    assert len(problems["3"].extra["not_runnable"]) == (1 if numpy_here else 2)
-    js = problems["4"].extra
-    assert js["npm_packages"] == ["jest", "lodash"]
-    assert js["not_runnable"][0].startswith("jest suite: the harness writes original_code.js(x)")
-    assert js["not_runnable"][1] == "npm dependencies need the npm registry: jest, lodash"
+    assert problems["3"].payload.missing_packages == (() if numpy_here else ("numpy",))
+    assert len(problems["3"].not_runnable) == (1 if numpy_here else 2)
+    js = problems["4"]
+    assert js.payload.npm_packages == ("jest", "lodash")
+    assert js.not_runnable[0].startswith("jest suite: the harness writes original_code.js(x)")
+    assert js.not_runnable[1] == "npm dependencies need the npm registry: jest, lodash"
 
 
 def test_network_imports_url_requirements_and_react():
@@ -146,18 +144,18 @@ def test_network_imports_url_requirements_and_react():
         "import json, urllib.request as ur\nfrom requests import get\n" + row["original_code"]
     )
     row["requirements"] = "requests\n-e git+https://example.org/lib.git#egg=lib\n"
-    reasons = problem_from_editbench(row, "row").extra["not_runnable"]
-    assert reasons[1:] == [
+    reasons = problem_from_editbench(row, "row").not_runnable
+    assert reasons[1:] == (
         "requirements install from URLs or VCS: -e git+https://example.org/lib.git#egg=lib",
         "imports network libraries (requests, urllib.request): may need the network, which the sandbox "
         "blocks, unless the tests mock it",
-    ]
+    )
     react = {**rows()[3], "programming_language": "javascript/react", "test_harness": {"package.json": None}}
     p = problem_from_editbench(react, "row")
-    assert p.language == "js" and p.extra["implementation_file"] == "implementation1.jsx"
-    assert set(p.extra["files"]) == {"original_code.jsx", "tests/test_code.test.js"}
+    assert p.language == "js" and p.payload.implementation_file == "implementation1.jsx"
+    assert set(p.payload.files) == {"original_code.jsx", "tests/test_code.test.js"}
     assert (
-        p.extra["not_runnable"][1] == "test_harness has no valid package.json: `npm test` has nothing to run"
+        p.not_runnable[1] == "test_harness has no valid package.json: `npm test` has nothing to run"
     )
 
 

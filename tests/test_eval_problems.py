@@ -8,6 +8,7 @@ import pytest
 from conftest import REPO
 
 from core.benchmarks import load_benchmark
+from core.errors import ConfigError
 from core.problems import BenchmarkError
 from eval.samples import SampleStore
 
@@ -40,17 +41,17 @@ def test_a_bad_canitedit_file_names_the_problem_and_field(tmp_path, change, mess
 
 @pytest.mark.skipif(not HUMANEVALPACK.is_dir(), reason="needs core/data/humanevalpack")
 def test_humanevalfix_maps_into_the_contract():
-    bench = load_benchmark("humanevalfix", str(HUMANEVALPACK), ["python", "js"])
+    bench = load_benchmark("humanevalfix", str(HUMANEVALPACK), languages=["python", "js"])
     assert len(bench.problems) == 328 and bench.splits == ["python", "js"]
     p = bench.problems[0]
-    assert p.before.startswith(p.extra["entry_point"][:0] or "from typing import List")
+    assert p.before.startswith(p.payload.entry_point[:0] or "from typing import List")
     assert p.tests.rstrip().endswith("check(has_close_elements)")
     assert p.instructions == {"python": "Fix bugs in has_close_elements."}
     assert p.shown == p.before + "\n" + p.tests and p.prelude.startswith("import math\n")  # fixtests
     js = bench.problems[164]
     assert js.language == "js" and js.prelude == "" and js.tests.rstrip().endswith("testHasCloseElements()")
-    with pytest.raises(BenchmarkError, match="fixdocs"):
-        load_benchmark("humanevalfix", str(HUMANEVALPACK), ["python"], variant="docs")
+    with pytest.raises(ConfigError, match="fixdocs"):
+        load_benchmark("humanevalfix", str(HUMANEVALPACK), languages=["python"], variant="docs")
 
 
 def test_a_torn_last_line_is_dropped_on_resume(tmp_path):

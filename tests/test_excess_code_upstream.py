@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.benchmarks import FIXTURES
+from core.benchmarks.canitedit import FIXTURES
 from core.sandbox import make_sandbox
 from eval.excess_code import (
     COVERAGERC,

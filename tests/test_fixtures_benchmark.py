@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from core.benchmarks import FIXTURES
+from core.benchmarks.canitedit import FIXTURES
 
 FIELDS = {
     "id": int,

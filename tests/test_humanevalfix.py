@@ -84,7 +84,7 @@ PINNED = {
 def test_the_prompt_of_each_variant_is_bigcodes(variant):
     fmt = FORMATS["editcoder"]
     problems = {
-        p.id: p for p in load_benchmark("humanevalfix", str(HUMANEVALPACK), ["python"], variant).problems
+        p.id: p for p in load_benchmark("humanevalfix", str(HUMANEVALPACK), languages=["python"], variant=variant).problems
     }
     [request] = build_requests([problems["Python/23"]], ["python"], fmt)
     assert request.prompt == PINNED[variant]
@@ -96,7 +96,7 @@ def test_the_prompt_of_each_variant_is_bigcodes(variant):
 @pytest.mark.parametrize("language", ["python", "js", "java"])
 def test_every_problem_shows_what_bigcode_shows(language, variant):
     docs = _docs(language)
-    for problem in load_benchmark("humanevalfix", str(HUMANEVALPACK), [language], variant).problems:
+    for problem in load_benchmark("humanevalfix", str(HUMANEVALPACK), languages=[language], variant=variant).problems:
         doc = docs[problem.id]
         assert (problem.shown, problem.instructions[language]) == bigcode_context_and_instruction(
             doc, variant
@@ -141,7 +141,7 @@ def _execute(tmp_path: Path, language: str, variant: str, codes: dict[str, str])
 
 
 def test_the_import_helper_runs_before_the_program_and_echoed_tests_run_once(tmp_path):
-    py = {p.id: p for p in load_benchmark("humanevalfix", str(HUMANEVALPACK), ["python"]).problems}
+    py = {p.id: p for p in load_benchmark("humanevalfix", str(HUMANEVALPACK), languages=["python"]).problems}
     strlen = py["Python/23"]
     uses_helper = "def strlen(string: str) -> int:\n    return int(math.floor(len(string)))\n"
     calls = strlen.tests.count("strlen(")  # calls in one run of the tests
@@ -164,7 +164,7 @@ def test_the_import_helper_runs_before_the_program_and_echoed_tests_run_once(tmp
     assert _execute(tmp_path, "python", "fixdocs", {"Python/23": counted.replace("<=", "<")}) == {
         "Python/23": "failed"
     }
-    js = {p.id: p for p in load_benchmark("humanevalfix", str(HUMANEVALPACK), ["js"]).problems}
+    js = {p.id: p for p in load_benchmark("humanevalfix", str(HUMANEVALPACK), languages=["js"]).problems}
     echo = js["JavaScript/23"].after + "\n" + js["JavaScript/23"].tests  # a model that repeats what it saw
     assert js["JavaScript/23"].program(echo) == js["JavaScript/23"].after + "\n"
     assert _execute(tmp_path, "js", "fixtests", {"JavaScript/23": js["JavaScript/23"].program(echo)}) == {

@@ -11,7 +11,7 @@ import pytest
 from test_eval_run import run_eval
 from test_novel_tasks import BUNDLE, python, sandbox  # noqa: F401  (fixtures)
 
-from core.benchmarks import BenchmarkSource, load_source
+from core.benchmarks import load_benchmark
 from data_pipeline.novel_api.tasks import build_tasks, write_jsonl
 
 SECOND = {
@@ -66,7 +66,7 @@ def test_replay_gives_exact_metrics_and_classes(folder, tmp_path):
     }
     problems = {
         p.name.split(" ")[0]: p
-        for p in load_source(BenchmarkSource(name="novelapi", path=str(folder))).problems
+        for p in load_benchmark("novelapi", str(folder)).problems
     }
     slug_id = problems["novlib.text.slugify"].id
     script = [{"problem": slug_id, "split": cell, "completions": texts} for cell, texts in answers.items()]
@@ -118,17 +118,13 @@ def test_replay_gives_exact_metrics_and_classes(folder, tmp_path):
 
 
 def test_cells_retrieval_and_stripped_bundles(folder):
-    full = load_source(BenchmarkSource(name="novelapi", path=str(folder), cells=CELLS)).problems
-    slug = next(p for p in full if p.extra["qualname"].endswith("slugify"))
+    full = load_benchmark("novelapi", str(folder), cells=CELLS).problems
+    slug = next(p for p in full if p.payload.qualname.endswith("slugify"))
     assert set(slug.instructions) == set(CELLS)
     assert "slugify" not in slug.instructions["baseline"]
     assert "slugify(text, sep='-', max_len=None)" in slug.instructions["S"]
     assert "Examples" in slug.instructions["E"] and "Signature" not in slug.instructions["E"]
-    stripped = load_source(
-        BenchmarkSource(name="novelapi", path=str(folder), cells=["Full"], bundle="stripped")
-    )
+    stripped = load_benchmark("novelapi", str(folder), cells=["Full"], bundle="stripped")
     assert all("slugify" not in p.instructions["Full"] for p in stripped.problems)
-    bm25 = load_source(
-        BenchmarkSource(name="novelapi", path=str(folder), cells=["S"], retrieval="bm25")
-    ).problems
-    assert {p.extra["retrieved"] for p in bm25} <= {"novlib.text.slugify", "novlib.text.title_slug"}
+    bm25 = load_benchmark("novelapi", str(folder), cells=["S"], retrieval="bm25").problems
+    assert {p.payload.retrieved for p in bm25} <= {"novlib.text.slugify", "novlib.text.title_slug"}

@@ -9,7 +9,6 @@ import pytest
 from conftest import REPO
 
 import core.benchmarks
-from core.benchmarks import BenchmarkSource
 from core.formats import FORMATS
 
 STAGES = ("train", "data_pipeline", "eval")
@@ -67,14 +66,14 @@ def _eval_config(overrides: list[str]):
 @pytest.fixture
 def loads(monkeypatch):
     """Every call of core's benchmark loader, from whichever side."""
-    calls: list[tuple] = []
-    real = core.benchmarks.load_benchmark
+    calls: list[dict] = []
+    for name, source in list(core.benchmarks.SOURCES.items()):
 
-    def spy(name, path=None, languages=None, variant="fixtests", source=None):
-        calls.append((name, path, tuple(languages or ()), variant))
-        return real(name, path, languages, variant, source)
+        def spy(options, load=source.load):
+            calls.append(options.identity())
+            return load(options)
 
-    monkeypatch.setattr(core.benchmarks, "load_benchmark", spy)
+        monkeypatch.setitem(core.benchmarks.SOURCES, name, core.benchmarks.Source(source.options, spy))
     return calls
 
 
@@ -90,7 +89,8 @@ def loads(monkeypatch):
 )
 def test_decontamination_sees_the_texts_evaluation_shows(tmp_path, loads, benchmark, overrides):
     from data_pipeline.config import DecontamOptions, DedupOptions
-    from data_pipeline.decontam import BenchmarkIndex, load_benchmarks, normalize_instruction
+    from core.neardup.instructions import normalize_instruction
+    from data_pipeline.decontam import BenchmarkIndex, load_benchmarks
     from eval.evaluation import EvalRun
     from eval.generate import build_requests
 
@@ -98,8 +98,7 @@ def test_decontamination_sees_the_texts_evaluation_shows(tmp_path, loads, benchm
     run = EvalRun(cfg, {})
     run.close()
     evaluated = loads[-1]
-    source = BenchmarkSource(cfg.benchmark.name, cfg.benchmark.path, list(cfg.benchmark.languages))
-    benchmarks = load_benchmarks([source])
+    benchmarks = load_benchmarks([cfg.benchmark])
     assert evaluated in loads[1:], "decontamination loaded the benchmark some other way"
 
     programs = {text for b in benchmarks for text in b.programs()}
@@ -114,7 +113,4 @@ def test_decontamination_sees_the_texts_evaluation_shows(tmp_path, loads, benchm
     # and the index built from them catches a verbatim copy of what the model is shown
     opts = DecontamOptions(benchmarks=[source])
     index = BenchmarkIndex(benchmarks, opts, DedupOptions())
-    from data_pipeline.dedup import minhash_signatures
-
-    sig = minhash_signatures([problems[0].before], index.cfg)[0]
-    assert index.code_match(sig) is not None
+    assert index.code_matches([problems[0].before]) != [None]

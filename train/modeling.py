@@ -16,10 +16,10 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, PreTrainedTokenizerFast
 
+from core.dtypes import torch_dtype
 from core.errors import ConfigError
 from train.config import AttnImpl, DType, RecipeConfig, TinyModelConfig
 
-TORCH_DTYPES = {DType.bf16: torch.bfloat16, DType.fp16: torch.float16, DType.fp32: torch.float32}
 TINY_SPECIAL = {"bos_token": "<|begin|>", "eos_token": "<|end|>", "unk_token": "<|unk|>"}
 
 
@@ -122,7 +122,7 @@ def tiny_llama_config(tiny: TinyModelConfig, tokenizer: Any) -> LlamaConfig:
 
 def load_model(recipe: RecipeConfig, tokenizer: Any, attn_implementation: str) -> torch.nn.Module:
     """The causal LM to fine-tune, with the KV cache off (a cache disables packed-row masking)."""
-    dtype = TORCH_DTYPES[recipe.dtype]
+    dtype = torch_dtype(recipe.dtype)
     if recipe.model.tiny is not None:
         config = tiny_llama_config(recipe.model.tiny, tokenizer)
         model = AutoModelForCausalLM.from_config(config, attn_implementation=attn_implementation, dtype=dtype)

@@ -1,73 +1,44 @@
-"""Benchmarks: CanItEdit, HumanEvalFix and the project's own fixtures, as `Problem` lists.
+"""Benchmarks as `Problem` lists: where each comes from and how it is read.
 
-Evaluation and decontamination both load benchmarks here, so training data is checked
-against exactly the texts the model is shown. `BenchmarkSource` says where a benchmark comes
-from (`path: null` is its default: the hub for CanItEdit, the copy shipped in `core/data/` for
-HumanEvalFix, `fixtures.jsonl` here for the fixtures; `hub:ID` names the hub; anything else is
-a local path). CanItEdit's splits are its instruction kinds (descriptive, lazy); HumanEvalFix's
-are languages (and it has variants: fix, fixtests, fixdocs); the fixtures follow CanItEdit's schema.
+Evaluation and decontamination both load benchmarks here, so training data is checked against
+exactly the texts the model is shown. `SOURCES` maps a benchmark's name to its options dataclass
+(`BenchmarkOptions` plus its own fields) and its loader; `options_from` builds the right options
+from a config, strictly. `path: null` is a benchmark's default source (the hub for CanItEdit and
+EDIT-Bench, the copy shipped in `core/data/` for HumanEvalFix, `fixtures.jsonl` for the fixtures;
+the built benchmarks need a folder), `hub:ID` names the hub, anything else is a local path.
+
+How a benchmark is evaluated (its jobs, verdicts, metrics and report) is the evaluation's
+business: `eval/benchmarks/` holds one plugin per kind, built on these sources.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
-from core.benchmarks.apiupdate import load_apiupdate
-from core.benchmarks.canitedit import load_canitedit
-from core.benchmarks.editbench import load_editbench
-from core.benchmarks.humanevalfix import VARIANTS, load_humanevalfix
-from core.benchmarks.novelapi import RETRIEVALS, load_novelapi
+from core.benchmarks import apiupdate, canitedit, editbench, humanevalfix, novelapi
+from core.benchmarks.options import BenchmarkOptions, to_options
 from core.errors import ConfigError
-from core.hub import check_ref, existing_path, hub_offline, is_hub
 from core.problems import Problem
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures.jsonl"
-NAMES = ("canitedit", "humanevalfix", "fixtures", "apiupdate", "novelapi", "editbench")
-BUNDLES = ("full", "stripped")
-BUILT = {"apiupdate": "python -m eval.build_apiupdate", "novelapi": "python -m data_pipeline.novel_api"}
+
+@dataclass(frozen=True)
+class Source:
+    """A benchmark's options schema and the loader that reads its problems with them."""
+
+    options: type[BenchmarkOptions]
+    load: Callable[[Any], list[Problem]]
 
 
-@dataclass
-class BenchmarkSource:
-    """Which benchmark, read from where (the `benchmark` group of eval, decontamination's list)."""
-
-    name: str = "fixtures"  # canitedit | humanevalfix | fixtures | apiupdate | novelapi
-    path: str | None = None  # None: the default source; hub:ID: the hub; else a local file/folder
-    languages: list[str] = field(default_factory=lambda: ["python"])  # humanevalfix splits
-    variant: str = "fixtests"  # humanevalfix: fix | fixtests | fixdocs (bigcode's standard: fixtests)
-    # novelapi: which knowledge cells (None: the study's grid), where the knowledge comes from
-    # (oracle: the task's own bundle; bm25 | dense: the retriever's top bundle for the description),
-    # full or stripped (the API's names written <API>), the dense encoder, and a library filter.
-    cells: list[str] | None = None
-    retrieval: str = "oracle"
-    bundle: str = "full"
-    retriever_model: str | None = None
-    libraries: list[str] | None = None
-
-    def validate(self, key: str = "benchmark") -> None:
-        if self.name not in NAMES:
-            raise ConfigError(f"{key}.name={self.name!r}: choose one of {NAMES}")
-        if self.variant not in VARIANTS:
-            raise ConfigError(f"{key}.variant={self.variant!r}: choose one of {VARIANTS}")
-        if self.path is not None:
-            check_ref(self.path, f"{key}.path")
-        elif self.name in BUILT:
-            raise ConfigError(f"{key}={self.name} needs {key}.path=<folder written by {BUILT[self.name]}>")
-        if self.retrieval not in RETRIEVALS:
-            raise ConfigError(f"{key}.retrieval={self.retrieval!r}: choose one of {RETRIEVALS}")
-        if self.bundle not in BUNDLES:
-            raise ConfigError(f"{key}.bundle={self.bundle!r}: choose one of {BUNDLES}")
-        if self.retrieval == "dense" and not self.retriever_model:
-            raise ConfigError(f"{key}.retrieval=dense needs {key}.retriever_model=<hub id or folder>")
-
-    def check_source(self, key: str = "benchmark") -> None:
-        """Before loading: a local path must exist; a hub source finds out now whether the hub
-        is reachable (so the libraries, imported later, read their cache instead of retrying)."""
-        if self.path is not None and not is_hub(self.path):
-            existing_path(self.path, f"{key}.path", "leave it null for the default source")
-        elif self.path is not None or self.name in ("canitedit", "editbench"):
-            hub_offline()
+SOURCES: dict[str, Source] = {
+    "canitedit": Source(canitedit.CanItEditOptions, lambda o: canitedit.load_canitedit(o.path)),
+    "fixtures": Source(canitedit.FixturesOptions, canitedit.load_fixtures),
+    "humanevalfix": Source(humanevalfix.HumanEvalFixOptions, humanevalfix.load),
+    "apiupdate": Source(apiupdate.ApiUpdateOptions, apiupdate.load),
+    "novelapi": Source(novelapi.NovelApiOptions, novelapi.load),
+    "editbench": Source(editbench.EditBenchOptions, editbench.load),
+}
 
 
 @dataclass
@@ -91,41 +62,29 @@ class Benchmark:
         return [text for p in self.problems for text in p.instructions.values() if text.strip()]
 
 
-def load_benchmark(
-    name: str,
-    path: str | None = None,
-    languages: list[str] | None = None,
-    variant: str = "fixtests",
-    source: BenchmarkSource | None = None,
-) -> Benchmark:
-    """`variant` (fix | fixtests | fixdocs) is HumanEvalFix's; `source` carries novelapi's options."""
-    if name == "canitedit":
-        return Benchmark(name, load_canitedit(path))
-    if name == "fixtures":
-        return Benchmark(name, load_canitedit(path or str(FIXTURES)))
-    if name == "humanevalfix":
-        return Benchmark(name, load_humanevalfix(path, languages or ["python"], variant))
-    if name == "apiupdate":
-        return Benchmark(name, load_apiupdate(path))
-    if name == "editbench":
-        return Benchmark(name, load_editbench(path))
-    if name == "novelapi":
-        src = source or BenchmarkSource(name=name, path=path)
-        return Benchmark(
-            name,
-            load_novelapi(
-                path, src.cells, src.retrieval, src.bundle == "stripped", src.retriever_model, src.libraries
-            ),
-        )
-    raise ConfigError(f"unknown benchmark {name!r}; choose one of {NAMES}")
+def source_of(name: str, key: str = "benchmark") -> Source:
+    if name not in SOURCES:
+        raise ConfigError(f"{key}.name={name!r}: choose one of {tuple(SOURCES)}")
+    return SOURCES[name]
 
 
-def load_source(source: BenchmarkSource) -> Benchmark:
-    return load_benchmark(source.name, source.path, list(source.languages), source.variant, source)
+def options_from(plain: Mapping[str, Any] | BenchmarkOptions, key: str = "benchmark") -> BenchmarkOptions:
+    """The options of the benchmark `plain` names, strictly (an option of another kind fails)."""
+    if isinstance(plain, BenchmarkOptions):
+        return plain
+    name = plain.get("name", BenchmarkOptions.name)
+    return to_options(source_of(str(name), key).options, plain, key)
 
 
-def load_every_variant(source: BenchmarkSource) -> list[Benchmark]:
+def load_source(options: BenchmarkOptions) -> Benchmark:
+    return Benchmark(options.name, source_of(options.name).load(options))
+
+
+def load_benchmark(name: str, path: str | None = None, **options: Any) -> Benchmark:
+    """`load_benchmark("humanevalfix", languages=["js"])`: a benchmark by name and options."""
+    return load_source(options_from({"name": name, "path": path, **options}))
+
+
+def load_every_variant(options: BenchmarkOptions) -> list[Benchmark]:
     """The benchmark as each of its variants shows it (HumanEvalFix: fix, fixtests, fixdocs)."""
-    if source.name != "humanevalfix":
-        return [load_source(source)]
-    return [load_benchmark(source.name, source.path, list(source.languages), v) for v in VARIANTS]
+    return [load_source(v) for v in options.variants()]

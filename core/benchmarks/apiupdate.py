@@ -3,17 +3,19 @@
 Each row is one problem under one modified API in one split (reliability, generalization,
 specificity, nonworkaround). Mapped into `Problem`: before = the prompt (signature and
 docstring), after = the canonical solution rewritten to the modified API, tests = the
-problem's tests, one instruction under the row's split; `extra` carries what the enforcing
-sandbox needs (`modification`, `entry_point`, `n_params`) and the row's `api`, `type`,
+problem's tests, one instruction under the row's split; `ApiUpdatePayload` carries what the
+enforcing sandbox needs (`modification`, `entry_point`, `n_params`) and the row's `api`, `type`,
 `task_id`, `source` and unmodified `original` program.
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.benchmarks.options import BenchmarkOptions
 from core.problems import BenchmarkError, Problem, check_unique, read_jsonl
 
 FIELDS = (
@@ -33,6 +35,24 @@ SPLITS = ("reliability", "generalization", "specificity", "nonworkaround")
 
 MODIFICATION_FIELDS = ("api", "type", "module", "name", "new_name", "signature", "old_signature")
 TYPES = ("R1", "S1", "S2", "S3", "S4", "none")
+
+
+@dataclass
+class ApiUpdateOptions(BenchmarkOptions):
+    name: str = "apiupdate"
+    built_by = "python -m eval.build_apiupdate"
+
+
+@dataclass(frozen=True)
+class ApiUpdatePayload:
+    task_id: str
+    source: str | None
+    api: str
+    type: str  # R1 | S1 | S2 | S3 | S4 | none
+    modification: dict[str, Any]  # the spec the enforcing runtime installs (checked at load)
+    entry_point: str
+    n_params: int | None
+    original: str | None  # the unmodified canonical program
 
 
 def _check_modification(mod: Any, where: str) -> None:
@@ -73,19 +93,16 @@ def problem_from_row(row: dict[str, Any], where: str) -> Problem:
         after=row["reference"],
         tests=row["tests"],
         instructions={row["split"]: row.get("instruction") or "Complete the function."},
-        extra={
-            k: row.get(k)
-            for k in (
-                "task_id",
-                "source",
-                "api",
-                "type",
-                "modification",
-                "entry_point",
-                "n_params",
-                "original",
-            )
-        },
+        payload=ApiUpdatePayload(
+            task_id=str(row["task_id"]),
+            source=row.get("source"),
+            api=row["api"],
+            type=row["type"],
+            modification=row["modification"],
+            entry_point=row["entry_point"],
+            n_params=row.get("n_params"),
+            original=row.get("original"),
+        ),
     )
 
 
@@ -99,3 +116,7 @@ def load_apiupdate(path: str | None) -> list[Problem]:
     if file.is_dir():
         file = file / "problems.jsonl"
     return check_unique([problem_from_row(r, where) for where, r in read_jsonl(file)], str(path))
+
+
+def load(options: ApiUpdateOptions) -> list[Problem]:
+    return load_apiupdate(options.path)

@@ -23,14 +23,14 @@ harness never reads one, so its name is not confirmed).
 
 Mapped into `Problem`: id = str(problem_id), before = original_code, after = "" (the dataset has
 no reference solution; EDIT-Bench scores by its tests only), tests = test_code, instructions =
-{"instruction": ...}, language "python" | "js"; extra holds the rest and `files`, the folder the
-harness builds (the edit goes to `implementation_file`, then `test_command` runs in it).
+{"instruction": ...}, language "python" | "js"; `EditBenchPayload` holds the rest and `files`, the
+folder the harness builds (the edit goes to `implementation_file`, then `test_command` runs in it).
 
 None of it runs in this project's offline sandbox, which runs program + tests as one script:
 Python tests are pytest suites that load the implementation as a module file from that folder,
 in a venv with the row's requirements; JavaScript runs `npm install && npm test` (jest). So
-`extra["runnable"]` is False and `extra["not_runnable"]` lists why, including requirements not
-importable in this interpreter (`extra["missing_packages"]`), npm dependencies, and code that
+`Problem.not_runnable` lists why, including requirements not importable in this interpreter
+(`payload.missing_packages`), npm dependencies, and code that
 imports GUI or network libraries. The check reads the row and this interpreter; it installs nothing.
 """
 
@@ -40,14 +40,40 @@ import importlib.metadata
 import importlib.util
 import json
 import re
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from core.benchmarks.options import BenchmarkOptions
 from core.hub import is_hub, load_hub_dataset
 from core.problems import BenchmarkError, Problem, check_unique, read_jsonl
 
 HUB_ID = "copilot-arena/editbench"
+
+
+@dataclass
+class EditBenchOptions(BenchmarkOptions):
+    name: str = "editbench"
+    hub_default = True
+
+
+@dataclass(frozen=True)
+class EditBenchPayload:
+    """The harness's folder for one problem (less the edit) and what running it would need."""
+
+    highlighted_code: str
+    cursor_position: Any
+    requirements: str
+    python_version: str | None
+    test_harness: dict[str, str]  # file name -> text, written next to the tests
+    files: dict[str, str]  # the whole folder the harness builds
+    implementation_file: str  # where the edit goes
+    test_command: tuple[str, ...]
+    missing_packages: tuple[str, ...]  # requirements not importable in this interpreter
+    npm_packages: tuple[str, ...] | None
+
+
 SPLITS = ("test", "complete")
 LANGUAGES = {"python": "python", "javascript": "js", "javascript/react": "js"}
 _ANY = object()
@@ -63,11 +89,6 @@ FIELDS: dict[str, Any] = {
     "python_version": (str, type(None)),
     "test_harness": (dict,),
     "cursor_position": _ANY,
-}
-NAMED_HARNESS_FILES = {
-    "conftest.py": "conftest",
-    "test_utils.py": "test_utils",
-    "package.json": "package_json",
 }
 # The harness writes this file for one problem whose tests import it (create_question_folders).
 MISSING_FILES = {"b8451da4-d914-442a-9eb5-6982148c1cab": {"app.py": "fastapp = {}"}}
@@ -254,22 +275,19 @@ def problem_from_editbench(record: dict[str, Any], where: str) -> Problem:
             "natural_language": record.get("natural_language"),
             "pair_id": record["pair_id"],
         },
-        extra={
-            "highlighted_code": record["highlighted_code"] or "",
-            "cursor_position": record["cursor_position"],
-            "requirements": record["requirements"] or "",
-            "python_version": record["python_version"],
-            "test_harness": harness,
-            **{key: harness.get(name) for name, key in NAMED_HARNESS_FILES.items()},
-            "other_files": {name: text for name, text in harness.items() if name not in NAMED_HARNESS_FILES},
-            "files": files,
-            "implementation_file": implementation,
-            "test_command": command,
-            "missing_packages": missing,
-            "npm_packages": npm,
-            "runnable": not reasons,
-            "not_runnable": reasons,
-        },
+        payload=EditBenchPayload(
+            highlighted_code=record["highlighted_code"] or "",
+            cursor_position=record["cursor_position"],
+            requirements=record["requirements"] or "",
+            python_version=record["python_version"],
+            test_harness=harness,
+            files=files,
+            implementation_file=implementation,
+            test_command=tuple(command),
+            missing_packages=tuple(missing),
+            npm_packages=None if npm is None else tuple(npm),
+        ),
+        not_runnable=tuple(reasons),
     )
 
 
@@ -287,3 +305,7 @@ def load_editbench(path: str | None, split: str = "test") -> list[Problem]:
     return check_unique(
         [problem_from_editbench(dict(r), f"{name}:{split}[{i}]") for i, r in enumerate(ds)], name
     )
+
+
+def load(options: EditBenchOptions) -> list[Problem]:
+    return load_editbench(options.path)

@@ -20,9 +20,12 @@ default the copy shipped in `core/data/humanevalpack/` (MIT, see its LICENSE), o
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from core.benchmarks.options import BenchmarkOptions
+from core.errors import ConfigError
 from core.hub import is_hub, load_hub_dataset
 from core.problems import BenchmarkError, Problem, check_unique, read_jsonl
 
@@ -30,6 +33,28 @@ HUB_ID = "bigcode/humanevalpack"
 SHIPPED = Path(__file__).resolve().parent.parent / "data" / "humanevalpack"
 FIELDS = ("task_id", "prompt", "declaration", "buggy_solution", "canonical_solution", "test", "entry_point")
 VARIANTS = ("fix", "fixtests", "fixdocs")
+
+
+@dataclass
+class HumanEvalFixOptions(BenchmarkOptions):
+    name: str = "humanevalfix"
+    languages: list[str] = field(default_factory=lambda: ["python"])  # the splits
+    variant: str = "fixtests"  # fix | fixtests | fixdocs (bigcode's standard: fixtests)
+
+    def validate(self, key: str = "benchmark") -> None:
+        super().validate(key)
+        if self.variant not in VARIANTS:
+            raise ConfigError(f"{key}.variant={self.variant!r}: choose one of {VARIANTS}")
+
+    def variants(self) -> list[HumanEvalFixOptions]:
+        return [replace(self, variant=v) for v in VARIANTS]
+
+
+@dataclass(frozen=True)
+class HumanEvalFixPayload:
+    entry_point: str
+    variant: str
+
 
 # bigcode_eval/tasks/humanevalpack.py IMPORT_HELPER (from CodeGeeX), joined by newlines and
 # put before each program; the languages we run that it has helpers for.
@@ -107,7 +132,7 @@ def problem_from_humanevalpack(
         instructions={language: f"Fix bugs in {record['entry_point']}."},
         language=language,
         taxonomy={"bug_type": record.get("bug_type"), "failure_symptoms": record.get("failure_symptoms")},
-        extra={"entry_point": record["entry_point"], "variant": variant},
+        payload=HumanEvalFixPayload(record["entry_point"], variant),
         shown_tests=record["test"] if variant == "fixtests" else "",
         prelude="\n".join(IMPORT_HELPER.get(language, [])),
     )
@@ -133,3 +158,7 @@ def load_humanevalfix(path: str | None, languages: list[str], variant: str = "fi
             records = read_jsonl(file)
         problems += [problem_from_humanevalpack(r, language, where, variant) for where, r in records]
     return check_unique(problems, source)
+
+
+def load(options: HumanEvalFixOptions) -> list[Problem]:
+    return load_humanevalfix(options.path, list(options.languages), options.variant)

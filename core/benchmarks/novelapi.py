@@ -16,9 +16,12 @@ the candidate and the tests run, and the calls are reported (`read_spy`).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.benchmarks.options import BenchmarkOptions
+from core.errors import ConfigError
 from core.knowledge import CELL_PRESETS, render_knowledge
 from core.problems import BenchmarkError, Problem, check_unique, read_records
 from core.sandbox.reports import last_report
@@ -26,6 +29,43 @@ from core.sandbox.reports import last_report
 SPY_SOURCE = (Path(__file__).resolve().parent / "novelapi_spy.py").read_text()
 TASK_FIELDS = ("id", "qualname", "library", "description", "context", "reference", "tests", "paths")
 RETRIEVALS = ("oracle", "bm25", "dense")
+BUNDLES = ("full", "stripped")
+
+
+@dataclass
+class NovelApiOptions(BenchmarkOptions):
+    """Which knowledge cells (None: the study's grid), where the knowledge comes from (oracle: the
+    task's own bundle; bm25 | dense: the retriever's top bundle for the description), full or
+    stripped (the API's names written <API>), the dense encoder, and a library filter."""
+
+    name: str = "novelapi"
+    cells: list[str] | None = None
+    retrieval: str = "oracle"
+    bundle: str = "full"
+    retriever_model: str | None = None
+    libraries: list[str] | None = None
+    built_by = "python -m data_pipeline.novel_api"
+
+    def validate(self, key: str = "benchmark") -> None:
+        super().validate(key)
+        if self.retrieval not in RETRIEVALS:
+            raise ConfigError(f"{key}.retrieval={self.retrieval!r}: choose one of {RETRIEVALS}")
+        if self.bundle not in BUNDLES:
+            raise ConfigError(f"{key}.bundle={self.bundle!r}: choose one of {BUNDLES}")
+        if self.retrieval == "dense" and not self.retriever_model:
+            raise ConfigError(f"{key}.retrieval=dense needs {key}.retriever_model=<hub id or folder>")
+
+
+@dataclass(frozen=True)
+class NovelApiPayload:
+    qualname: str
+    paths: tuple[str, ...]  # every public path of the API (the spy wraps each)
+    library: str
+    signature: str | None
+    reference_calls: tuple[dict[str, Any], ...]
+    level: int | None
+    python: str | None  # the interpreter of the library's new version
+    retrieved: str  # the bundle the knowledge came from
 
 
 def program(code: str, paths: list[str], tests: str, token: str) -> str:
@@ -90,16 +130,16 @@ def load_novelapi(
                     )
                     for cell in chosen
                 },
-                extra={
-                    "qualname": task["qualname"],
-                    "paths": task["paths"],
-                    "library": task["library"],
-                    "signature": task.get("signature"),
-                    "reference_calls": task.get("reference_calls", []),
-                    "level": task.get("level"),
-                    "python": python,
-                    "retrieved": retrieved[task["id"]],
-                },
+                payload=NovelApiPayload(
+                    qualname=task["qualname"],
+                    paths=tuple(task["paths"]),
+                    library=task["library"],
+                    signature=task.get("signature"),
+                    reference_calls=tuple(task.get("reference_calls", [])),
+                    level=task.get("level"),
+                    python=python,
+                    retrieved=retrieved[task["id"]],
+                ),
             )
         )
     return check_unique(problems, str(folder))
@@ -134,3 +174,14 @@ def _retrieve(
     ids = sorted(bundles)
     retriever = make_retriever(retrieval, [(i, document_text(bundles[i])) for i in ids], model=model)
     return {t["id"]: (retriever.search(t["description"], 1) or [(t["qualname"], 0.0)])[0][0] for t in tasks}
+
+
+def load(options: NovelApiOptions) -> list[Problem]:
+    return load_novelapi(
+        options.path,
+        options.cells,
+        options.retrieval,
+        options.bundle == "stripped",
+        options.retriever_model,
+        options.libraries,
+    )

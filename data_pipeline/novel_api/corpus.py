@@ -22,7 +22,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from core.benchmarks import BenchmarkSource
 from core.benchmarks.novelapi import instruction
 from core.knowledge import CELL_PRESETS, PARTS, render_knowledge
 from core.schema import EDIT_COLUMNS, MANIFEST_FILE, PARQUET_FILE
@@ -91,7 +90,7 @@ def decontaminate_rows(rows: list[dict], benchmark: Path) -> tuple[list[dict], d
     # Tasks are templated (every L2 context can be the same few lines): compare the references, and
     # only near-copies (0.8), or the template alone would match every evaluation task.
     opts = DecontamOptions(
-        benchmarks=[BenchmarkSource(name="novelapi", path=str(benchmark))], threshold=0.8, columns=["after"]
+        benchmarks=[{"name": "novelapi", "path": str(benchmark)}], threshold=0.8, columns=["after"]
     )
     kept, result = decontaminate(Dataset.from_list(rows), opts, DedupOptions(), LocalExecutor(num_proc=1))
     return kept.to_list(), {"input": result.input, "kept": result.kept, "dropped": result.dropped}

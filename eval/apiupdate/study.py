@@ -32,12 +32,13 @@ from core.editing import APIUpdate, EditExample, Editor
 from core.formats import PromptFormat
 from core.problems import Problem
 from core.sandbox import Sandbox, SandboxLimits
-from eval.apiupdate.catalogue import Modification, unmodified
-from eval.apiupdate.enforce import EnforcedJob, calls_api, run_enforced
+from eval.apiupdate.catalogue import Modification
+from eval.apiupdate.enforce import calls_api, run_enforced
 from eval.apiupdate.metrics import score_outcomes, shapley_rows
-from eval.generate import build_requests
+from eval.benchmarks.apiupdate import enforced_job
+from eval.generate import build_requests, generate_samples
 from eval.generation.base import Generator, SamplingConfig
-from eval.samples import SampleStore, check_identity
+from eval.samples import SampleStore, check_identity, run_missing
 
 log = logging.getLogger(__name__)
 REGIMES = ("single", "successive")
@@ -87,56 +88,32 @@ class EditStudy:
     # ------------------------------------------------------------------ generation + execution
     def _samples(self, phase: str, rows: Sequence[Problem], notice: str = "") -> dict[str, list[str]]:
         """Generated code per row under `phase`, made only where samples.jsonl lacks them."""
-        split = phase
-        todo = [p for p in rows if self.store.count(p.id, split) < self.options.n]
+        n, split = self.options.n, phase
+        todo = [_with_notice(p, split, notice) for p in rows if self.store.count(p.id, split) < n]
         if todo:
-            shown = [_with_notice(p, split, notice) for p in todo]
-            generator = self.make_generator()
-            need = {p.id: self.options.n - self.store.count(p.id, split) for p in todo}
-            for request, completions in generator.generate(
-                build_requests(shown, [split], self.fmt, getattr(generator, "tokenizer", None)),
-                max(need.values()),
-                self.sampling,
-            ):
-                start = self.store.count(request.problem.id, split)
-                for offset, completion in enumerate(completions[: need[request.problem.id]]):
-                    self.store.append(
-                        {
-                            "type": "sample",
-                            "problem": request.problem.id,
-                            "split": split,
-                            "index": start + offset,
-                            "prompt": request.prompt or list(request.messages),
-                            "completion": completion,
-                            "code": self.fmt.extract(completion),
-                        }
-                    )
+            generator = self.make_generator()  # the edited model in memory: used, never closed here
+            tokenizer = getattr(generator, "tokenizer", None)
+            requests = build_requests(todo, [split], self.fmt, tokenizer)
+            generate_samples(self.store, requests, generator, self.fmt, n, self.sampling)
         samples = self.store.of_type("sample")
-        return {p.id: [samples[(p.id, split, i)]["code"] for i in range(self.options.n)] for p in rows}
+        return {p.id: [samples[(p.id, split, i)]["code"] for i in range(n)] for p in rows}
 
     def _execute(
         self, phase: str, rows: Sequence[Problem], codes: dict[str, list[str]], env: str
     ) -> list[dict]:
         """Execution records of every sample of `rows` in `env` ("modified" or "unmodified")."""
         split = f"{phase}:{env}"
+        todo = [
+            ((p.id, split, i), enforced_job(p, code, env)) for p in rows for i, code in enumerate(codes[p.id])
+        ]
+
+        def work(chunk: list) -> list[dict[str, Any]]:
+            return [o.as_dict() for o in run_enforced(self.sandbox, [job for _, job in chunk], self.limits)]
+
+        run_missing(self.store, "execution", todo, work)
         done = self.store.of_type("execution")
-        jobs, keys = [], []
-        for p in rows:
-            mod = Modification.from_spec(p.extra["modification"])
-            if env == "unmodified":
-                mod = unmodified(mod.api)
-            for i, code in enumerate(codes[p.id]):
-                if (p.id, split, i) not in done:
-                    keys.append((p.id, i))
-                    jobs.append(
-                        EnforcedJob(code, mod, p.tests, p.extra["entry_point"], p.extra.get("n_params"))
-                    )
-        for (pid, i), outcome in zip(keys, run_enforced(self.sandbox, jobs, self.limits), strict=True):
-            self.store.append(
-                {"type": "execution", "problem": pid, "split": split, "index": i, **outcome.as_dict()}
-            )
         return [
-            {**done[(p.id, split, i)], "type": p.extra["type"], "row_split": _split(p)}
+            {**done[(p.id, split, i)], "type": p.payload.type, "row_split": _split(p)}
             for p in rows
             for i in range(self.options.n)
         ]
@@ -147,9 +124,9 @@ class EditStudy:
         rows = [p for m in self.order for ps in self.by_mod[m].values() for p in ps]
         first: dict[str, Problem] = {}  # one generation per task: its rows share the prompt
         for p in rows:
-            first.setdefault(p.extra["task_id"], p)
+            first.setdefault(p.payload.task_id, p)
         by_task = self._samples("pre", list(first.values()))
-        codes = {p.id: by_task[first[p.extra["task_id"]].id] for p in rows}
+        codes = {p.id: by_task[first[p.payload.task_id].id] for p in rows}
         records = self._execute("pre", rows, codes, "unmodified")
         solved = {r["problem"] for r in records if r["passed"]}
         if self.options.per_model_filter:
@@ -157,7 +134,7 @@ class EditStudy:
         canonical = set()
         for p in rows:
             if _split(p) == "generalization" and p.id in solved:
-                api = p.extra["api"]
+                api = p.payload.api
                 if any(
                     r["passed"] and calls_api(code, api)
                     for r, code in zip([r for r in records if r["problem"] == p.id], codes[p.id], strict=True)
@@ -219,7 +196,7 @@ class EditStudy:
 
     def _update(self, mod_id: str) -> APIUpdate:
         rows = self.by_mod[mod_id]["reliability"]
-        mod = Modification.from_spec(rows[0].extra["modification"])
+        mod = Modification.from_spec(rows[0].payload.modification)
         examples = tuple(
             EditExample(
                 self.fmt.prompt(p.before, p.instructions["reliability"]), self.fmt.completion(p.after)
@@ -239,7 +216,7 @@ class EditStudy:
 
 
 def _mod_id(p: Problem) -> str:
-    return f"{p.extra['api']}/{p.extra['type']}"
+    return f"{p.payload.api}/{p.payload.type}"
 
 
 def _split(p: Problem) -> str:

@@ -13,12 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.benchmarks import load_source
 from core.config import register_schema
 from core.entry import App, run_app
 from core.errors import ConfigError
-from eval.config import BenchmarkConfig, SandboxConfig
-from eval.languages import check_languages
+from eval.benchmarks import get_kind, options_of
+from eval.config import SandboxConfig
 
 log = logging.getLogger("eval.audit")
 
@@ -32,7 +31,9 @@ class MutationConfig:
 
 @dataclass
 class AuditConfig:
-    benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
+    benchmark: Any = field(
+        default_factory=lambda: {"name": "canitedit"}
+    )  # the kind's options, once validated
     out: str = "audits/benchmark"
     repeats: int = 3
     mutation: MutationConfig = field(default_factory=MutationConfig)
@@ -42,12 +43,12 @@ class AuditConfig:
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
     def validate(self) -> None:
-        if self.benchmark.name in ("apiupdate", "novelapi"):
+        self.benchmark = options_of(self.benchmark)
+        if not get_kind(self.benchmark.name).runs_as_is:
             raise ConfigError(
                 f"benchmark={self.benchmark.name} runs its programs inside its own wrapper and checks its "
                 "references when it is built; the audit is for benchmarks whose programs run as they are"
             )
-        self.benchmark.validate("benchmark")
         if self.repeats < 1:
             raise ConfigError("repeats must be >= 1")
         if self.mutation.per_region < 1 or self.mutation.timeout_factor <= 0:
@@ -58,8 +59,7 @@ register_schema("audit_schema", AuditConfig)
 
 
 def preflight(cfg: AuditConfig) -> None:
-    check_languages(cfg.benchmark.name, cfg.benchmark.languages)
-    cfg.benchmark.check_source("benchmark")
+    get_kind(cfg.benchmark.name).check(cfg.benchmark)
     for folder in cfg.model_results:
         if not (Path(folder) / "samples.jsonl").is_file():
             raise ConfigError(
@@ -82,8 +82,8 @@ def run(cfg: AuditConfig, resolved: dict[str, Any]) -> None:
     from eval.audit.audit import AuditOptions, run_audit
     from eval.audit.report import plot, render
 
-    bench = load_source(cfg.benchmark)
-    problems = bench.problems[: cfg.benchmark.limit] if cfg.benchmark.limit else bench.problems
+    problems = get_kind(cfg.benchmark.name).load(cfg.benchmark)
+    problems = problems[: cfg.benchmark.limit] if cfg.benchmark.limit else problems
     options = AuditOptions(
         repeats=cfg.repeats,
         mutation=cfg.mutation.enabled,
@@ -96,7 +96,7 @@ def run(cfg: AuditConfig, resolved: dict[str, Any]) -> None:
     s = cfg.sandbox
     with make_sandbox(s.backend, limits=s.limits, workers=s.workers) as sandbox:
         audit = run_audit(
-            bench.name, problems, sandbox, s.limits, options, lambda step: log.info("audit: %s", step)
+            cfg.benchmark.name, problems, sandbox, s.limits, options, lambda step: log.info("audit: %s", step)
         )
     audit["config"] = resolved
     out = Path(cfg.out)

@@ -64,7 +64,7 @@ def run_audit(
     every = list(problems)
     # A benchmark whose problems need what this machine lacks (EDIT-Bench's pytest/jest folders)
     # gets the checks that need no run; the rest are reported as not run, never guessed.
-    problems = [p for p in every if p.extra.get("runnable", True)]
+    problems = [p for p in every if not p.not_runnable]
     checks = step("validity", lambda: validity.check_validity(problems, sandbox, limits, options.repeats))
     densities = {p.id: density_mod.density(p) for p in every}  # needs no run: every problem
     coverage = step("coverage", lambda: linecoverage.measure(problems, sandbox, limits))
@@ -92,9 +92,7 @@ def run_audit(
     for p in every:
         row: dict[str, Any] = {"id": p.id, "name": p.name, "language": p.language}
         if p.id not in checks:
-            row.update(
-                pass_after=None, fail_before=None, flaky=None, not_runnable=p.extra.get("not_runnable", [])
-            )
+            row.update(pass_after=None, fail_before=None, flaky=None, not_runnable=list(p.not_runnable))
             row.update(densities[p.id])
             rows.append(row)
             continue

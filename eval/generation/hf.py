@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from core.dtypes import torch_dtype
 from eval.generation.base import GenerationRequest, SamplingConfig, new_token_budget
 
 log = logging.getLogger(__name__)
@@ -24,6 +25,17 @@ def model_context(config) -> int | None:
     return None
 
 
+def load_model(path: str, dtype: str = "auto", trust_remote_code: bool = False, device: str | None = None):
+    """(model, tokenizer) of a hub id or folder, on the GPU when there is one: the one loader of
+    evaluation (the hf backend, and the editing study, which edits the model it generates with)."""
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+    model = AutoModelForCausalLM.from_pretrained(
+        path, dtype=torch_dtype(dtype), trust_remote_code=trust_remote_code
+    )
+    return model.to(device), tokenizer
+
+
 class HFGenerator:
     name = "hf"
 
@@ -35,15 +47,8 @@ class HFGenerator:
         device: str | None = None,
         trust_remote_code: bool = False,
     ):
-        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-        torch_dtype = {"auto": "auto", "bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[
-            dtype
-        ]
-        model = AutoModelForCausalLM.from_pretrained(
-            path, dtype=torch_dtype, trust_remote_code=trust_remote_code
-        )
-        self._attach(model.to(device), tokenizer, batch_size)
+        model, tokenizer = load_model(path, dtype, trust_remote_code, device)
+        self._attach(model, tokenizer, batch_size)
 
     @classmethod
     def from_model(cls, model, tokenizer, batch_size: int = 4) -> HFGenerator:

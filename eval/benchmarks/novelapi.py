@@ -1,0 +1,222 @@
+"""The novel-API benchmark (NovelAPIBench-style): tasks that must call an API a model cannot know,
+one split per knowledge cell.
+
+Each sample runs as the task's program (the spy around every path of the API, then the candidate,
+then the tests) under the interpreter of the library's new version (`interpreter`: the runner
+starts one sandbox per interpreter). Its verdict carries the spy's calls, the error that ended the
+run, and the failure class (`eval/novelapi/classify.py`).
+
+Metrics per cell (split), means over problems of per-problem values:
+- **pass@k**: the unbiased estimator (run `gen.temperature=0 gen.n=1` for greedy pass@1, or
+  sample n >= 5 for pass@5);
+- **API_acc**: the share of samples whose code called the target API (the spy recorded a call
+  made from the candidate's code);
+- **Param_corr**: the share of samples with a call whose arguments equal a reference call's,
+  both bound to the API's signature with defaults applied (so `f(x)` and `f(x, sep='-')`
+  agree when '-' is the default), compared as reprs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import secrets
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from core.benchmarks.novelapi import NovelApiOptions, NovelApiPayload, program, read_spy
+from core.problems import Problem
+from eval.benchmarks.base import BenchmarkKind, ExecContext, Job, ScoreContext, Scored
+from eval.execute import precheck
+from eval.metrics import aggregate_pass_at_k
+from eval.novelapi.classify import CLASSES, Attempt, explain, parse_signature
+
+
+class NovelApi(BenchmarkKind):
+    name = "novelapi"
+    options = NovelApiOptions
+
+    def interpreter(self, problem: Problem) -> str | None:
+        return problem.payload.python
+
+    def execute(self, jobs: list[Job], ctx: ExecContext) -> list[dict[str, Any]]:
+        early = [precheck(j.code, "python", ctx.max_code_bytes) for j in jobs]
+        tokens = [secrets.token_hex(8) for _ in jobs]
+        runs = [
+            (program(j.code, list(j.problem.payload.paths), j.problem.tests, token), "")
+            for j, token, e in zip(jobs, tokens, early, strict=True)
+            if e is None
+        ]
+        results = iter(ctx.sandbox.run_many(runs, limits=ctx.limits) if runs else [])
+        return [
+            _record(j.problem, j.code, token, e, None if e else next(results))
+            for j, token, e in zip(jobs, tokens, early, strict=True)
+        ]
+
+    def score(self, ctx: ScoreContext) -> Scored:
+        return score_novelapi(ctx.store.of_type("execution"), ctx.problems, ctx.splits, ctx.ks)
+
+    def report(self, model: str, scored: Scored, ctx: ScoreContext) -> str:
+        return render_novelapi_report(model, scored, ctx.ks, ctx.out / "failure_classes.png")
+
+
+KIND = NovelApi()
+
+
+def _record(problem: Problem, code: str, token: str, early, result) -> dict[str, Any]:
+    if early is not None:
+        status, detail, stderr, spy = early[0], early[1], "", {}
+        passed = False
+    else:
+        status, detail, stderr, passed = result.status, result.detail, result.stderr, result.passed
+        spy = read_spy(result.stdout, token) or {}
+    payload: NovelApiPayload = problem.payload
+    attempt = Attempt(
+        code=code,
+        target=payload.qualname,
+        aliases=payload.paths,
+        signature=payload.signature,
+        passed=passed,
+        status=status,
+        stderr=stderr,
+        calls=tuple(spy.get("calls") or ()),
+        reference_calls=payload.reference_calls,
+    )
+    klass, reason = explain(attempt)
+    return {
+        "status": status,
+        "passed": passed,
+        "detail": detail[:300],
+        "stderr": stderr[-2000:],
+        "calls": list(attempt.calls),
+        "class": klass,
+        "reason": reason,
+        "param_correct": param_correct(attempt.calls, attempt.reference_calls, attempt.signature),
+    }
+
+
+def _bound(call: dict, signature: inspect.Signature | None) -> dict[str, str] | None:
+    args, kwargs = list(call.get("args") or []), dict(call.get("kwargs") or {})
+    if signature is None:
+        return {**{f"#{i}": a for i, a in enumerate(args)}, **kwargs}
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    return {k: repr(v) if not isinstance(v, str) else v for k, v in bound.arguments.items()}
+
+
+def param_correct(calls: Sequence[dict], references: Sequence[dict], signature_text: str | None) -> bool:
+    """Whether some recorded call the API accepted passes the same arguments as some reference call."""
+    signature = parse_signature(signature_text)
+    wanted = [b for b in (_bound(r, signature) for r in references) if b is not None]
+    accepted = [c for c in calls if not c.get("rejected")]
+    return any((b := _bound(c, signature)) is not None and b in wanted for c in accepted)
+
+
+def score_novelapi(
+    executions: dict, problems: dict[str, Problem], splits: Sequence[str], ks: Sequence[int]
+) -> Scored:
+    per: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0, 0]))
+    classes: dict[str, Counter] = defaultdict(Counter)
+    for (pid, split, _), record in executions.items():
+        if split not in splits or pid not in problems:
+            continue
+        row = per[split][pid]
+        row[0] += 1
+        row[1] += int(record["passed"])
+        row[2] += int(bool(record["calls"]))
+        row[3] += int(record["param_correct"])
+        classes[split][record["class"]] += 1
+    metrics: dict[str, dict[str, Any]] = {}
+    for split in splits:
+        rows = per.get(split)
+        if not rows:
+            continue
+        usable = [k for k in ks if k <= min(n for n, *_ in rows.values())]
+        m: dict[str, Any] = aggregate_pass_at_k({p: (r[0], r[1]) for p, r in rows.items()}, usable)
+        m.update(
+            api_acc=sum(r[2] / r[0] for r in rows.values()) / len(rows),
+            param_corr=sum(r[3] / r[0] for r in rows.values()) / len(rows),
+            problems=len(rows),
+            samples=sum(r[0] for r in rows.values()),
+            classes={c: classes[split].get(c, 0) for c in CLASSES},
+        )
+        metrics[split] = m
+    per_problem = [
+        {
+            "problem": pid,
+            "name": problems[pid].name,
+            "split": split,
+            "n": r[0],
+            "passed": r[1],
+            "pass@1": r[1] / r[0],
+        }
+        for split, rows in per.items()
+        for pid, r in sorted(rows.items())
+    ]
+    return {"metrics": metrics, "per_problem": per_problem}
+
+
+def render_novelapi_report(model: str, scored: dict, ks: Sequence[int], plot: Path | None) -> str:
+    """report.md: the per-cell table, the failure classes per cell, and the stacked bar plot."""
+    metrics = scored["metrics"]
+    usable = [k for k in ks if any(f"pass@{k}" in m for m in metrics.values())]
+    head = [
+        "Cell",
+        "Problems",
+        "Samples",
+        *(f"pass@{k} (%)" for k in usable),
+        "API_acc (%)",
+        "Param_corr (%)",
+    ]
+    lines = [f"# novelapi: {model}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for cell, m in metrics.items():
+        cells = [cell, str(m["problems"]), str(m["samples"])]
+        cells += [f"{100 * m[f'pass@{k}']:.1f}" if f"pass@{k}" in m else "NA" for k in usable]
+        cells += [f"{100 * m['api_acc']:.1f}", f"{100 * m['param_corr']:.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## Failure classes (samples)",
+        "",
+        "| Cell | " + " | ".join(CLASSES) + " |",
+        "|" + "---|" * (len(CLASSES) + 1),
+    ]
+    for cell, m in metrics.items():
+        lines.append(f"| {cell} | " + " | ".join(str(m["classes"][c]) for c in CLASSES) + " |")
+    if plot is not None and metrics:
+        plot_classes(metrics, plot)
+        lines += ["", f"![failure classes per cell]({plot.name})"]
+    lines += [
+        "",
+        "API_acc: samples that called the API; Param_corr: samples that called it with a reference call's "
+        "arguments (bound to its signature, defaults applied). Classes: eval/novelapi/classify.py, in precedence order.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def plot_classes(metrics: dict[str, dict[str, Any]], path: Path) -> None:
+    """A stacked bar per cell: its failing samples by class."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = list(metrics)
+    failures = [c for c in CLASSES if c != "OK"]
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(cells) + 2), 4))
+    bottom = [0] * len(cells)
+    for klass in failures:
+        values = [metrics[c]["classes"][klass] for c in cells]
+        ax.bar(cells, values, bottom=bottom, label=klass)
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    ax.set_ylabel("failing samples")
+    ax.set_title("Failure classes per knowledge cell")
+    ax.legend(fontsize=7, ncol=2)
+    ax.tick_params(axis="x", rotation=30)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
