@@ -1,9 +1,11 @@
 """Evaluate a model on a code-editing benchmark.
 
-    python -m eval.run benchmark=canitedit model.path=runs/editcoder-6.7b/final backend=vllm out=runs/x
-    python -m eval.run benchmark=humanevalfix model=reference out=runs/check
-    python -m eval.run benchmark=fixtures backend=openai model.name=gpt-4o-mini backend.base_url=URL
+    python -m eval.run benchmark=NAME model.path=runs/editcoder-6.7b/final backend=vllm out=runs/x
+    python -m eval.run benchmark=NAME model=reference out=runs/check    # the benchmark checks itself
+    python -m eval.run benchmark=NAME backend=openai model.name=gpt-4o-mini backend.base_url=URL
     python -m eval.run ... stage=generate   # then stage=execute / stage=score, e.g. on another machine
+
+`python -m eval.run --help` lists the benchmarks (`eval/benchmarks/`, one module per kind).
 
 The config is validated and the machine checked (the benchmark's source and toolchains, the
 model's weights, the hub) before the evaluation stack is imported; the stages live in
