@@ -9,6 +9,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+# Tests mirror the packages (tests/eval/... tests eval/...) and import helpers from each other by
+# module name: every test folder is importable. The folders have no __init__.py on purpose: a
+# tests/eval package would shadow the real eval package.
+for _folder in sorted({p.parent for p in Path(__file__).resolve().parent.rglob("test_*.py")}):
+    if str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
 os.environ.setdefault("WANDB_SILENT", "true")
 os.environ.pop("WANDB_API_KEY", None)  # tests never log online
 

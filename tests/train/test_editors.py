@@ -22,7 +22,7 @@ from train.editors.lora import LoRAEditor
 from train.editors.prompt import PromptEditor
 from train.modeling import train_tiny_tokenizer
 
-EDITOR_CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "apiupdate" / "editor"
+EDITOR_CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "apiupdate" / "editor"
 FMT = FORMATS["editcoder"]
 LAYERS = 3
 CODE = [

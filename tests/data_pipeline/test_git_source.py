@@ -23,7 +23,7 @@ from data_pipeline.git_source import (
 )
 from data_pipeline.sources import iter_raw
 
-PROJECT = Path(__file__).resolve().parents[1]
+PROJECT = Path(__file__).resolve().parents[2]
 # Isolated from the developer's git config, with fixed identities, so commit ids are reproducible.
 GIT_ENV = {
     **{k: v for k, v in os.environ.items() if not k.startswith("GIT_CONFIG")},

@@ -21,7 +21,7 @@ import pytest
 from core.sandbox import SandboxLimits, bwrap_available, make_sandbox
 from core.sandbox.confine import landlock_abi
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 LIMITS = SandboxLimits(timeout_s=2.0, memory_mb=512, max_output_bytes=100_000, max_processes=64, disk_mb=64)
 BACKENDS = [
     pytest.param(

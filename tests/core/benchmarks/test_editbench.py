@@ -22,7 +22,7 @@ from core.benchmarks.editbench import (
 )
 from core.problems import BenchmarkError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 FIXTURE = REPO / "tests" / "fixtures" / "editbench_sample.jsonl"
 PYTEST_REASON = "pytest suite: the harness writes original_code.py, the edit as implementation1.py"
 
