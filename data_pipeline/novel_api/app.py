@@ -94,8 +94,6 @@ class NovelAPIConfig:
     def validate(self) -> None:
         if self.stage not in STAGES:
             raise ConfigError(f"stage={self.stage!r}: choose one of {STAGES}")
-        if self.stage in ("discover", "all") and not (self.library and self.old and self.new):
-            raise ConfigError(f"stage {self.stage} needs library=NAME old=VERSION|DATE new=VERSION")
         if self.tasks.generator not in ("deterministic", "llm"):
             raise ConfigError(f"tasks.generator={self.tasks.generator!r}: choose deterministic or llm")
         if self.tasks.generator == "llm" and not self.tasks.llm.model:
@@ -111,6 +109,9 @@ register_schema("novel_api_schema", NovelAPIConfig)
 
 
 def preflight(cfg: NovelAPIConfig) -> None:
+    """What a run needs that `--cfg job` does not: the library and its versions, the files named."""
+    if cfg.stage in ("discover", "all") and not (cfg.library and cfg.old and cfg.new):
+        raise ConfigError(f"stage {cfg.stage} needs library=NAME old=VERSION|DATE new=VERSION")
     for key in ("old_wheel", "new_wheel"):
         if getattr(cfg, key):
             existing_path(getattr(cfg, key), key)
