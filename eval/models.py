@@ -37,21 +37,15 @@ def check_model(model: EvalModelConfig, backend: BackendConfig) -> None:
 
 def backend_options(model: EvalModelConfig, backend: BackendConfig) -> dict[str, Any]:
     """The generator's own settings for `backend`."""
+    weights = {"path": model.path, "dtype": model.dtype, "trust_remote_code": model.trust_remote_code}
     if backend.name == "hf":
-        return {
-            "path": model.path,
-            "batch_size": backend.batch_size,
-            "dtype": model.dtype,
-            "trust_remote_code": model.trust_remote_code,
-        }
+        return {**weights, "batch_size": backend.batch_size}
     if backend.name == "vllm":
         return {
-            "path": model.path,
+            **weights,
             "tensor_parallel_size": backend.tensor_parallel_size,
-            "dtype": model.dtype,
             "gpu_memory_utilization": backend.gpu_memory_utilization,
             "max_model_len": backend.max_model_len,
-            "trust_remote_code": model.trust_remote_code,
         }
     endpoint = EndpointConfig(**{f.name: getattr(backend, f.name) for f in fields(EndpointConfig)})
     return {

@@ -8,6 +8,7 @@ import secrets
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -27,15 +28,19 @@ NOVLIB = {
 }
 
 
-@pytest.fixture(scope="module")
-def python(tmp_path_factory) -> str:
-    root = tmp_path_factory.mktemp("novlib-env")
+def make_novlib_python(root: Path) -> str:
+    """A virtualenv in `root` whose site-packages hold the novlib library; its interpreter."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "env")], check=True)
     site = next((root / "env" / "lib").glob("python*/site-packages"))
     (site / "novlib").mkdir()
     for name, text in NOVLIB.items():
         (site / "novlib" / name).write_text(text)
     return str(root / "env" / "bin" / "python")
+
+
+@pytest.fixture(scope="module")
+def python(tmp_path_factory) -> str:
+    return make_novlib_python(tmp_path_factory.mktemp("novlib-env"))
 
 
 @pytest.fixture(scope="module")

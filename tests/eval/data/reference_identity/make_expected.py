@@ -93,15 +93,10 @@ def run_case(overrides: list[str], out: Path, cwd: Path, novelapi: Path | None =
 
 # ----------------------------------------------------------------------------- inputs (once)
 def make_novlib_python(root: Path) -> str:
-    """The novlib interpreter of tests/test_novel_tasks.py's `python` fixture, made in `root`."""
-    from test_novel_tasks import NOVLIB  # main() put the old checkout's tests/ on sys.path
+    """The novlib interpreter of test_novel_tasks.py's `python` fixture, made in `root`."""
+    from test_novel_tasks import make_novlib_python as make  # main() put the tests on sys.path
 
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "env")], check=True)
-    site = next((root / "env" / "lib").glob("python*/site-packages"))
-    (site / "novlib").mkdir()
-    for name, text in NOVLIB.items():
-        (site / "novlib" / name).write_text(text)
-    return str(root / "env" / "bin" / "python")
+    return make(root)
 
 
 def rebuild_inputs(old: Path, tmp: Path, python: str) -> None:
