@@ -17,12 +17,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 from datasets import Dataset
 from datasketch import LeanMinHash, MinHashLSH
 
-from core.benchmarks import Benchmark, BenchmarkSource, load_every_variant
+from core.benchmarks import Benchmark, load_every_variant, options_from
+from core.benchmarks.options import BenchmarkOptions
 from data_pipeline.config import DecontamOptions, DedupOptions
 from data_pipeline.executors import Executor
 from data_pipeline.minhash import minhash_signatures
@@ -33,14 +35,15 @@ def normalize_instruction(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().lower().rstrip(".!?;: ")
 
 
-def source_label(source: BenchmarkSource) -> str:
+def source_label(source: BenchmarkOptions) -> str:
     """How a benchmark is named in the manifest: its name, plus its path when not the default."""
     return source.name if source.path is None else f"{source.name}:{source.path}"
 
 
-def load_benchmarks(sources: list[BenchmarkSource]) -> list[Benchmark]:
-    """Each source in every variant, labelled by `source_label`."""
-    return [Benchmark(source_label(s), bench.problems) for s in sources for bench in load_every_variant(s)]
+def load_benchmarks(sources: list[Any]) -> list[Benchmark]:
+    """Each source (options, or a mapping of them) in every variant, labelled by `source_label`."""
+    options = [options_from(s) for s in sources]
+    return [Benchmark(source_label(o), bench.problems) for o in options for bench in load_every_variant(o)]
 
 
 class BenchmarkIndex:
