@@ -88,8 +88,8 @@ def loads(monkeypatch):
     ],
 )
 def test_decontamination_sees_the_texts_evaluation_shows(tmp_path, loads, benchmark, overrides):
-    from data_pipeline.config import DecontamOptions, DedupOptions
     from core.neardup.instructions import normalize_instruction
+    from data_pipeline.config import DecontamOptions, DedupOptions
     from data_pipeline.decontam import BenchmarkIndex, load_benchmarks
     from eval.evaluation import EvalRun
     from eval.generate import build_requests
@@ -111,6 +111,6 @@ def test_decontamination_sees_the_texts_evaluation_shows(tmp_path, loads, benchm
         assert normalize_instruction(request.instruction) in instructions
 
     # and the index built from them catches a verbatim copy of what the model is shown
-    opts = DecontamOptions(benchmarks=[source])
+    opts = DecontamOptions(benchmarks=[cfg.benchmark])
     index = BenchmarkIndex(benchmarks, opts, DedupOptions())
     assert index.code_matches([problems[0].before]) != [None]

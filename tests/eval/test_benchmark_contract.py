@@ -23,7 +23,7 @@ from core.benchmarks.options import BenchmarkOptions
 from core.errors import ConfigError
 from core.problems import Problem
 from eval.benchmarks import BenchmarkKind, register
-from eval.benchmarks.base import ExecContext, Job, Scored, ScoreContext
+from eval.benchmarks.base import ExecContext, Job, ScoreContext, Scored
 from eval.run import APP
 
 # ----------------------------------------------------------------------------- a kind from a test file
@@ -75,7 +75,10 @@ class Toy(BenchmarkKind):
         executions = ctx.store.of_type("execution")
         per = {pid: [executions[k]["passed"] for k in executions if k[0] == pid] for pid in ctx.problems}
         solved = sum(all(v) and bool(v) for v in per.values())
-        return {"metrics": {"inc": {"solved": solved / len(per)}}, "per_problem": [{"problem": p} for p in per]}
+        return {
+            "metrics": {"inc": {"solved": solved / len(per)}},
+            "per_problem": [{"problem": p} for p in per],
+        }
 
     def report(self, model: str, scored: Scored, ctx: ScoreContext) -> str:
         return f"# toy: {model}\n\nsolved {scored['metrics']['inc']['solved']:.2f}\n"
@@ -132,7 +135,9 @@ KILL_CASES = {
 def _eval(overrides: list[str], out: Path) -> subprocess.Popen:
     env = {**os.environ, **make.OFFLINE, "PYTHONPATH": str(REPO)}
     args = [sys.executable, "-m", "eval.run", *overrides, f"out={out}"]
-    return subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        args, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
 
 
 def _executions(out: Path) -> int:

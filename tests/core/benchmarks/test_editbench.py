@@ -154,9 +154,7 @@ def test_network_imports_url_requirements_and_react():
     p = problem_from_editbench(react, "row")
     assert p.language == "js" and p.payload.implementation_file == "implementation1.jsx"
     assert set(p.payload.files) == {"original_code.jsx", "tests/test_code.test.js"}
-    assert (
-        p.not_runnable[1] == "test_harness has no valid package.json: `npm test` has nothing to run"
-    )
+    assert p.not_runnable[1] == "test_harness has no valid package.json: `npm test` has nothing to run"
 
 
 def test_requirement_names_and_imports():
