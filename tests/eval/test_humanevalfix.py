@@ -84,7 +84,10 @@ PINNED = {
 def test_the_prompt_of_each_variant_is_bigcodes(variant):
     fmt = FORMATS["editcoder"]
     problems = {
-        p.id: p for p in load_benchmark("humanevalfix", str(HUMANEVALPACK), languages=["python"], variant=variant).problems
+        p.id: p
+        for p in load_benchmark(
+            "humanevalfix", str(HUMANEVALPACK), languages=["python"], variant=variant
+        ).problems
     }
     [request] = build_requests([problems["Python/23"]], ["python"], fmt)
     assert request.prompt == PINNED[variant]
@@ -96,7 +99,9 @@ def test_the_prompt_of_each_variant_is_bigcodes(variant):
 @pytest.mark.parametrize("language", ["python", "js", "java"])
 def test_every_problem_shows_what_bigcode_shows(language, variant):
     docs = _docs(language)
-    for problem in load_benchmark("humanevalfix", str(HUMANEVALPACK), languages=[language], variant=variant).problems:
+    for problem in load_benchmark(
+        "humanevalfix", str(HUMANEVALPACK), languages=[language], variant=variant
+    ).problems:
         doc = docs[problem.id]
         assert (problem.shown, problem.instructions[language]) == bigcode_context_and_instruction(
             doc, variant

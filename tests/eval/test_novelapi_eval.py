@@ -64,10 +64,7 @@ def test_replay_gives_exact_metrics_and_classes(folder, tmp_path):
             "from novlib import slugify\ndef solve(arg0, arg1):\n    return slugify('Hello', sep=arg0)\n",  # WrongParam
         ],
     }
-    problems = {
-        p.name.split(" ")[0]: p
-        for p in load_benchmark("novelapi", str(folder)).problems
-    }
+    problems = {p.name.split(" ")[0]: p for p in load_benchmark("novelapi", str(folder)).problems}
     slug_id = problems["novlib.text.slugify"].id
     script = [{"problem": slug_id, "split": cell, "completions": texts} for cell, texts in answers.items()]
     replay = tmp_path / "replay.jsonl"
