@@ -10,13 +10,13 @@ enforcing sandbox needs (`modification`, `entry_point`, `n_params`) and the row'
 
 from __future__ import annotations
 
-import ast
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from core.benchmarks.options import BenchmarkOptions
 from core.problems import BenchmarkError, Problem, check_unique, read_jsonl
+from core.signatures import Signature, SignatureError
 
 FIELDS = (
     "id",
@@ -37,6 +37,84 @@ MODIFICATION_FIELDS = ("api", "type", "module", "name", "new_name", "signature",
 TYPES = ("R1", "S1", "S2", "S3", "S4", "none")
 
 
+@dataclass(frozen=True)
+class Modification:
+    """One synthetic modified API; `spec()` is what the in-sandbox runtime installs."""
+
+    api: str  # builtins.len, math.sqrt
+    type: str  # R1 | S1 | S2 | S3 | S4 | none (the unmodified API, counted)
+    module: str
+    name: str
+    new_name: str
+    signature: str  # the new signature, "(x, /, *, errors)"
+    old_signature: str
+    param: str | None = None  # S1/S2: the added parameter
+    swap: tuple[int, int] | None = None  # S3
+    roles: tuple[str, ...] | None = None  # S3: roles of the swapped parameters, old order
+    result_name: str | None = None  # S4
+
+    @property
+    def id(self) -> str:
+        return f"{self.api}/{self.type}"
+
+    @property
+    def display(self) -> str:
+        """The new API as a caller writes it (`length`, `math.square_root`)."""
+        return self.new_name if self.module == "builtins" else f"{self.module}.{self.new_name}"
+
+    @property
+    def old_display(self) -> str:
+        return self.name if self.module == "builtins" else f"{self.module}.{self.name}"
+
+    @property
+    def new_api(self) -> str:
+        return f"{self.module}.{self.new_name}"
+
+    @property
+    def notice(self) -> str:
+        """The API-update notice: what changed and the new signature, in one paragraph."""
+        old, new, sig = self.old_display, self.display, f"{self.display}{self.signature}"
+        if self.type == "R1":
+            return (
+                f"API update: `{old}` was renamed to `{new}`; `{old}` no longer exists. Signature: `{sig}`."
+            )
+        if self.type == "S1":
+            return (
+                f"API update: `{old}` takes a new optional keyword argument `{self.param}` (default False); "
+                f"with `{self.param}=True` it raises TypeError when an argument is None. Signature: `{sig}`."
+            )
+        if self.type == "S2":
+            return (
+                f'API update: `{old}` now requires the keyword argument `{self.param}`: "raise" (raise '
+                f'errors as before) or "return_none" (return None instead of raising). Calls without it '
+                f"fail. Signature: `{sig}`."
+            )
+        if self.type == "S3":
+            return (
+                f"API update: the first two parameters of `{old}` swapped places. Signature: `{sig}` "
+                f"(previously `{old}{self.old_signature}`)."
+            )
+        if self.type == "S4":
+            return (
+                f"API update: `{old}` now returns a `{self.result_name}` object; the value it used to return "
+                f"is its `.value` attribute. Signature: `{sig}`."
+            )
+        return f"`{old}` is unchanged."
+
+    def spec(self) -> dict[str, Any]:
+        spec = asdict(self)
+        spec["notice"] = self.notice
+        return spec
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> Modification:
+        fields = {k: spec[k] for k in cls.__dataclass_fields__ if k in spec}
+        for key in ("swap", "roles"):
+            if fields.get(key) is not None:
+                fields[key] = tuple(fields[key])
+        return cls(**fields)
+
+
 @dataclass
 class ApiUpdateOptions(BenchmarkOptions):
     name: str = "apiupdate"
@@ -49,13 +127,13 @@ class ApiUpdatePayload:
     source: str | None
     api: str
     type: str  # R1 | S1 | S2 | S3 | S4 | none
-    modification: dict[str, Any]  # the spec the enforcing runtime installs (checked at load)
+    modification: Modification  # what the enforcing runtime installs (checked at load)
     entry_point: str
     n_params: int | None
     original: str | None  # the unmodified canonical program
 
 
-def _check_modification(mod: Any, where: str) -> None:
+def _modification(mod: Any, where: str) -> Modification:
     """The modification the enforcing runtime installs: every field it reads, well-formed."""
     if not isinstance(mod, dict):
         raise BenchmarkError(f"{where}: field 'modification' must be an object")
@@ -70,11 +148,10 @@ def _check_modification(mod: Any, where: str) -> None:
         raise BenchmarkError(f"{where}: an S3 modification needs 'swap' and 'roles' lists")
     for key in ("signature", "old_signature"):
         try:
-            ast.parse(f"def _api{mod[key]}:\n    pass\n")
-        except SyntaxError:
-            raise BenchmarkError(
-                f"{where}: modification {key} {mod[key]!r} is not a parameter list"
-            ) from None
+            Signature.from_text(mod[key])
+        except SignatureError as err:
+            raise BenchmarkError(f"{where}: modification {key}: {err}") from None
+    return Modification.from_spec(mod)
 
 
 def problem_from_row(row: dict[str, Any], where: str) -> Problem:
@@ -83,7 +160,7 @@ def problem_from_row(row: dict[str, Any], where: str) -> Problem:
             raise BenchmarkError(f"{where}: row {row.get('id', '?')!r} lacks field {key!r}")
     if row["split"] not in SPLITS:
         raise BenchmarkError(f"{where}: split {row['split']!r} is not one of {SPLITS}")
-    _check_modification(row["modification"], where)
+    modification = _modification(row["modification"], where)
     if row.get("n_params") is not None and not isinstance(row["n_params"], int):
         raise BenchmarkError(f"{where}: field 'n_params' must be an integer or null")
     return Problem(
@@ -98,7 +175,7 @@ def problem_from_row(row: dict[str, Any], where: str) -> Problem:
             source=row.get("source"),
             api=row["api"],
             type=row["type"],
-            modification=row["modification"],
+            modification=modification,
             entry_point=row["entry_point"],
             n_params=row.get("n_params"),
             original=row.get("original"),

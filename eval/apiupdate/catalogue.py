@@ -20,9 +20,10 @@ import builtins
 import importlib
 import inspect
 import keyword
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from typing import Any
 
+from core.benchmarks.apiupdate import Modification
 from core.signatures import Parameter, Signature
 
 TYPES = ("R1", "S1", "S2", "S3", "S4")
@@ -119,84 +120,6 @@ RENAMES = {
     "getsizeof": "size_of",
     "compress": "compress_bytes",
 }
-
-
-@dataclass(frozen=True)
-class Modification:
-    """One synthetic modified API; `spec()` is what the in-sandbox runtime installs."""
-
-    api: str  # builtins.len, math.sqrt
-    type: str  # R1 | S1 | S2 | S3 | S4 | none (the unmodified API, counted)
-    module: str
-    name: str
-    new_name: str
-    signature: str  # the new signature, "(x, /, *, errors)"
-    old_signature: str
-    param: str | None = None  # S1/S2: the added parameter
-    swap: tuple[int, int] | None = None  # S3
-    roles: tuple[str, ...] | None = None  # S3: roles of the swapped parameters, old order
-    result_name: str | None = None  # S4
-
-    @property
-    def id(self) -> str:
-        return f"{self.api}/{self.type}"
-
-    @property
-    def display(self) -> str:
-        """The new API as a caller writes it (`length`, `math.square_root`)."""
-        return self.new_name if self.module == "builtins" else f"{self.module}.{self.new_name}"
-
-    @property
-    def old_display(self) -> str:
-        return self.name if self.module == "builtins" else f"{self.module}.{self.name}"
-
-    @property
-    def new_api(self) -> str:
-        return f"{self.module}.{self.new_name}"
-
-    @property
-    def notice(self) -> str:
-        """The API-update notice: what changed and the new signature, in one paragraph."""
-        old, new, sig = self.old_display, self.display, f"{self.display}{self.signature}"
-        if self.type == "R1":
-            return (
-                f"API update: `{old}` was renamed to `{new}`; `{old}` no longer exists. Signature: `{sig}`."
-            )
-        if self.type == "S1":
-            return (
-                f"API update: `{old}` takes a new optional keyword argument `{self.param}` (default False); "
-                f"with `{self.param}=True` it raises TypeError when an argument is None. Signature: `{sig}`."
-            )
-        if self.type == "S2":
-            return (
-                f'API update: `{old}` now requires the keyword argument `{self.param}`: "raise" (raise '
-                f'errors as before) or "return_none" (return None instead of raising). Calls without it '
-                f"fail. Signature: `{sig}`."
-            )
-        if self.type == "S3":
-            return (
-                f"API update: the first two parameters of `{old}` swapped places. Signature: `{sig}` "
-                f"(previously `{old}{self.old_signature}`)."
-            )
-        if self.type == "S4":
-            return (
-                f"API update: `{old}` now returns a `{self.result_name}` object; the value it used to return "
-                f"is its `.value` attribute. Signature: `{sig}`."
-            )
-        return f"`{old}` is unchanged."
-
-    def spec(self) -> dict[str, Any]:
-        spec = asdict(self)
-        spec["notice"] = self.notice
-        return spec
-
-    @classmethod
-    def from_spec(cls, spec: dict[str, Any]) -> Modification:
-        fields = {k: spec[k] for k in cls.__dataclass_fields__ if k in spec}
-        for key in ("swap", "roles"):
-            if fields.get(key) is not None:
-                fields[key] = tuple(fields[key])
-        return cls(**fields)
 
 
 def resolve(api: str) -> Any:

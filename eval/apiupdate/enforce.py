@@ -20,11 +20,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.benchmarks.apiupdate import Modification
 from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from core.sandbox.reports import last_report
 from core.signatures import Signature
 from eval.apiupdate.apis import api_calls, references
-from eval.apiupdate.catalogue import Modification
 
 RUNTIME_SOURCE = (Path(__file__).resolve().parent / "runtime.py").read_text()
 # The outcome taxonomy, in the study's groups; `classify` assigns exactly one per sample.

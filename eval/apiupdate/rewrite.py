@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import ast
 
+from core.benchmarks.apiupdate import Modification
 from eval.apiupdate.apis import assigned_names, import_aliases, qualified_name
-from eval.apiupdate.catalogue import Modification
 
 
 class Unrewritable(ValueError):

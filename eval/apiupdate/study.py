@@ -32,7 +32,6 @@ from core.editing import APIUpdate, EditExample, Editor
 from core.formats import PromptFormat
 from core.problems import Problem
 from core.sandbox import Sandbox, SandboxLimits
-from eval.apiupdate.catalogue import Modification
 from eval.apiupdate.enforce import calls_api, run_enforced
 from eval.apiupdate.metrics import score_outcomes, shapley_rows
 from eval.benchmarks.apiupdate import enforced_job
@@ -196,7 +195,7 @@ class EditStudy:
 
     def _update(self, mod_id: str) -> APIUpdate:
         rows = self.by_mod[mod_id]["reliability"]
-        mod = Modification.from_spec(rows[0].payload.modification)
+        mod = rows[0].payload.modification
         examples = tuple(
             EditExample(
                 self.fmt.prompt(p.before, p.instructions["reliability"]), self.fmt.completion(p.after)

@@ -13,7 +13,7 @@ from typing import Any
 
 from core.benchmarks.apiupdate import ApiUpdateOptions, ApiUpdatePayload
 from core.problems import Problem
-from eval.apiupdate.catalogue import Modification, unmodified
+from eval.apiupdate.catalogue import unmodified
 from eval.apiupdate.enforce import EnforcedJob, run_enforced
 from eval.apiupdate.metrics import score_outcomes
 from eval.apiupdate.report import render_eval_report
@@ -24,7 +24,7 @@ def enforced_job(problem: Problem, code: str, env: str = "modified") -> Enforced
     """The job of `code` for `problem` in the modified API's environment, or in the unmodified one
     (the API as it is, its calls counted)."""
     payload: ApiUpdatePayload = problem.payload
-    mod = Modification.from_spec(payload.modification)
+    mod = payload.modification
     if env == "unmodified":
         mod = unmodified(mod.api)
     return EnforcedJob(code, mod, problem.tests, payload.entry_point, payload.n_params)

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
+from core.benchmarks.apiupdate import Modification
 from core.sandbox import make_sandbox
 from eval.apiupdate.builder import BuildOptions, build
-from eval.apiupdate.catalogue import TYPES, Modification
+from eval.apiupdate.catalogue import TYPES
 from eval.apiupdate.enforce import EnforcedJob, run_enforced
 
 FIXTURES = REPO / "tests" / "fixtures"
