@@ -1,6 +1,6 @@
 """MinHash and LSH parameters: a small module, so that configs validate without numba or datasketch.
 
-`data_pipeline.minhash` computes the signatures these parameters describe.
+`core.neardup` computes the signatures these parameters describe and decides with them.
 """
 
 from __future__ import annotations

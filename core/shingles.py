@@ -1,8 +1,8 @@
-r"""Shingles for MinHash: the tokens, windows and hashes the data pipeline's MinHash uses.
+r"""Shingles for MinHash: the tokens, windows and hashes of `core.neardup.minhash`, in pure Python.
 
-Pure Python (plus xxhash), so evaluation's audit computes the same signatures through
-datasketch (`datasketch.MinHash(..., hashfunc=shingle_hash).update_batch(shingles(text, n))`)
-that the pipeline's numba kernel computes in bulk (`data_pipeline/minhash.py`).
+The reference definition (plus xxhash): the numba kernel computes the same shingle hashes in
+bulk, and ``datasketch.MinHash(..., hashfunc=shingle_hash).update_batch(shingles(text, n))``
+gives the kernel's signature bit for bit, which is how the tests pin the kernel.
 
 Two tokenizations (`MinHashConfig.tokens`):
 

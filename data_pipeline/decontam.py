@@ -1,9 +1,11 @@
 """Decontamination: drop training rows that copy an evaluation benchmark.
 
 A row is contaminated when its `before` or `after` code is a near-duplicate of a benchmark
-program (MinHash-LSH candidates, confirmed by the signatures' Jaccard estimate at
-`threshold`), or when its instruction equals a benchmark instruction once case, spacing
-and trailing punctuation are normalised.
+program, or when its instruction equals a benchmark instruction once case, spacing and
+trailing punctuation are normalised (`core.neardup.instructions`). Near-duplicates are
+found by the dedup engine (`core.neardup.pairs.ReferenceIndex`) at `threshold`, with the
+exact check: LSH candidates whose Jaccard similarity reaches it, by the signatures' estimate
+when clear and by the shingle sets when close.
 
 Benchmarks are read by evaluation's own loaders (`core.benchmarks`), so the texts checked
 are exactly the ones the model is shown and expected to write: every problem's `before`
@@ -14,25 +16,20 @@ keep it in the list.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
 from datasets import Dataset
-from datasketch import LeanMinHash, MinHashLSH
 
 from core.benchmarks import Benchmark, load_every_variant, options_from
 from core.benchmarks.options import BenchmarkOptions
+from core.neardup.instructions import normalize_instruction
+from core.neardup.pairs import ReferenceIndex
 from data_pipeline.config import DecontamOptions, DedupOptions
 from data_pipeline.executors import Executor
-from data_pipeline.minhash import minhash_signatures
 from data_pipeline.stages import StageResult, split_by_reason
-
-
-def normalize_instruction(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip().lower().rstrip(".!?;: ")
 
 
 def source_label(source: BenchmarkOptions) -> str:
@@ -47,43 +44,43 @@ def load_benchmarks(sources: list[Any]) -> list[Benchmark]:
 
 
 class BenchmarkIndex:
-    """MinHash-LSH over every benchmark program, plus the set of normalised instructions."""
+    """Every benchmark program indexed for near-duplicate search, plus the set of normalised instructions."""
 
     def __init__(self, benchmarks: list[Benchmark], opts: DecontamOptions, dedup: DedupOptions):
-        # Code tokens whatever the dedup preset: a benchmark copy is a copy of its code, case included.
-        self.cfg = replace(dedup.minhash, threshold=opts.threshold, tokens="code", lowercase=False)
-        self.threshold = opts.threshold
-        self.lsh = MinHashLSH(threshold=opts.threshold, num_perm=self.cfg.num_perm)
+        # Code tokens whatever the dedup preset: a benchmark copy is a copy of its code, case
+        # included; and always the exact check, so a copy is a Jaccard of at least `threshold`.
+        self.cfg = replace(
+            dedup.minhash,
+            threshold=opts.threshold,
+            tokens="code",
+            lowercase=False,
+            exact_check=True,
+            candidate_threshold=None,
+        )
         self.owner: list[str] = []
-        self.signatures: list[np.ndarray] = []
+        programs: list[str] = []
         self.instructions: dict[str, str] = {}
         for bench in benchmarks:
-            programs = bench.programs()
-            if programs:
-                for sig in minhash_signatures(programs, self.cfg):
-                    key = str(len(self.owner))
-                    self.lsh.insert(
-                        key, LeanMinHash(seed=self.cfg.seed, hashvalues=sig, scheme=self.cfg.scheme)
-                    )
-                    self.owner.append(bench.name)
-                    self.signatures.append(sig)
+            programs += bench.programs()
+            self.owner += [bench.name] * (len(programs) - len(self.owner))
             if opts.match_instructions:
                 self.instructions.update({normalize_instruction(i): bench.name for i in bench.instructions()})
+        self.programs = ReferenceIndex(programs, self.cfg)
 
-    def code_match(self, sig: np.ndarray) -> str | None:
-        for key in self.lsh.query(LeanMinHash(seed=self.cfg.seed, hashvalues=sig, scheme=self.cfg.scheme)):
-            j = int(key)
-            if float(np.mean(self.signatures[j] == sig)) >= self.threshold:
-                return self.owner[j]
-        return None
+    def code_matches(self, texts: Sequence[str]) -> list[str | None]:
+        """For each text, the benchmark of the first program it near-duplicates, or None."""
+        first: dict[int, int] = {}
+        for i, j in self.programs.pairs(texts).tolist():  # sorted: a text's lowest program first
+            first.setdefault(i, j)
+        return [self.owner[first[i]] if i in first else None for i in range(len(texts))]
 
 
 def decontam_batch(batch: dict[str, list], index: BenchmarkIndex, columns: list[str]) -> dict[str, list]:
     """Batched form for executors: adds `drop_reason` and the matched `benchmark` (or "")."""
-    code = [minhash_signatures(batch[column], index.cfg) for column in columns]
+    code = [index.code_matches(batch[column]) for column in columns]
     reasons, benchmarks = [], []
     for i, instruction in enumerate(batch["instruction"]):
-        bench = next((b for sigs in code if (b := index.code_match(sigs[i]))), None)
+        bench = next((matches[i] for matches in code if matches[i]), None)
         reason = "contaminated_code" if bench else ""
         if not bench and index.instructions:
             bench = index.instructions.get(normalize_instruction(instruction))

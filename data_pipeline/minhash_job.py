@@ -11,12 +11,14 @@ run in local processes or as Ray Data tasks across nodes (`executors.py`).
    shard; buckets with two or more documents become a group file ``groups/bBBB-pPPPP.*``.
 3. **decisions**, without the exact check: each bucket is one cluster (``star_task``). With
    it: **estimates** (one task per group file) join pairs whose signatures clearly clear the
-   threshold, reject those clearly below it and list the ambiguous rest (`lsh.estimate_groups`);
-   **sets** (one task per input shard) compute the shingle sets of the documents in ambiguous
-   pairs, once each; **exact** (one task per group file) decides the ambiguous pairs by exact
-   Jaccard in compiled code (`lsh.verify_pairs`). Edges go to ``edges/``.
-4. **components** (one task): union-find over every edge file, one at a time (8 bytes per
-   document), and the lowest id of each cluster (ids read only for clustered documents):
+   threshold, reject those clearly below it and list the ambiguous rest
+   (`core.neardup.lsh.estimate_groups`); **sets** (one task per input shard) compute the
+   shingle sets of the documents in ambiguous pairs, once each; **exact** (one task per group
+   file) decides the ambiguous pairs by exact Jaccard in compiled code
+   (`core.neardup.lsh.verify_pairs`). Edges go to ``edges/``.
+4. **components** (one task): union-find (`core.neardup.clusters`) over every edge file, one
+   at a time (8 bytes per document), and the lowest id of each cluster (ids read only for
+   clustered documents):
    ``drops/sNNNNN.npy``.
 5. **filter**: on one machine the kept rows are selected in place (the stage store then writes
    them once); on a cluster, one task per input shard writes its kept rows: ``kept/sNNNNN.arrow``.
@@ -37,23 +39,15 @@ from typing import Any
 
 import numpy as np
 from datasets import Dataset
+from numba import njit
 
 from core.minhash_config import MinHashConfig
-from data_pipeline.dedup import representatives, sets_csr
+from core.neardup import lsh
+from core.neardup.clusters import representatives, roots, union_edges
+from core.neardup.dedup import sets_csr
+from core.neardup.minhash import minhash_signatures
 from data_pipeline.dedup_text import TEXT_COLUMNS, dedup_texts
 from data_pipeline.executors import Executor
-from data_pipeline.lsh import (
-    band_keys,
-    copy_ranges,
-    estimate_groups,
-    estimate_margin,
-    groups_of,
-    roots,
-    star_edges,
-    union_edges,
-    verify_pairs,
-)
-from data_pipeline.minhash import minhash_signatures
 from data_pipeline.shards import (
     ArrowSource,
     RawWriter,
@@ -108,7 +102,7 @@ def signature_task(
     sigs = np.empty((stop - start, cfg.num_perm), dtype=np.uint64) if cfg.exact_check else None
     for k, table in enumerate(batches(source, start, stop, batch_rows, TEXT_COLUMNS[text])):
         batch = minhash_signatures(dedup_texts(table.to_pydict(), text), cfg)
-        keys[:, k * batch_rows : k * batch_rows + len(batch)] = band_keys(batch, bands, rows)
+        keys[:, k * batch_rows : k * batch_rows + len(batch)] = lsh.band_keys(batch, bands, rows)
         if sigs is not None:
             sigs[k * batch_rows : k * batch_rows + len(batch)] = batch
     # `parts` is a power of two and a key's partition its top bits, so sorting by key alone
@@ -138,7 +132,7 @@ def bucket_task(task: Task, *, sig_prefixes: list[str]) -> dict:
             lo, hi = load_array(prefix.with_suffix(".parts.npy"))[band, part : part + 2]
             keys.append(np.asarray(load_array(prefix.with_suffix(".keys.npy"))[band, lo:hi]))
             docs.append(np.asarray(load_array(prefix.with_suffix(".docs.npy"))[band, lo:hi]))
-        offsets, members = groups_of(np.concatenate(keys), np.concatenate(docs))
+        offsets, members = lsh.groups_of(np.concatenate(keys), np.concatenate(docs))
         all_offsets.append(offsets[1:] + base)
         all_members.append(members)
         base += len(members)
@@ -157,7 +151,7 @@ def star_task(task: Task) -> dict:
     """Without the exact check a bucket is one cluster: edges from each group's first member."""
     offsets = np.asarray(load_array(Path(task["groups"]).with_suffix(".offsets.npy")))
     members = np.asarray(load_array(Path(task["groups"]).with_suffix(".members.npy")))
-    edges = star_edges(offsets, members)
+    edges = lsh.star_edges(offsets, members)
     save_array(Path(task["edges"]), edges)
     return {"edges": len(edges)}
 
@@ -171,13 +165,13 @@ def estimate_task(
     `chunk_members` members, so the signatures held at once are bounded."""
     offsets = np.asarray(load_array(Path(task["groups"]).with_suffix(".offsets.npy")))
     members = np.asarray(load_array(Path(task["groups"]).with_suffix(".members.npy")))
-    margin = estimate_margin(cfg.threshold, cfg.num_perm)
+    margin = lsh.estimate_margin(cfg.threshold, cfg.num_perm)
     edges, pairs, estimates = [np.empty((0, 2), dtype=np.int64)], [np.empty((0, 2), dtype=np.int64)], 0
     for lo, hi in _chunks(offsets, chunk_members):
         chunk = members[offsets[lo] : offsets[hi]]
         unique = np.unique(chunk)  # a document in several bands of the chunk is read once
         sigs = _gather_rows(unique, sig_prefixes, np.asarray(starts))
-        e, p, n = estimate_groups(
+        e, p, n = lsh.estimate_groups(
             offsets[lo : hi + 1] - offsets[lo],
             chunk,
             np.searchsorted(unique, chunk),
@@ -253,7 +247,7 @@ def _gather_sets(
     set_offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
     hashes = np.empty(set_offsets[-1], dtype=np.uint64)
     for prefix, where, src_starts in found:
-        copy_ranges(
+        _copy_ranges(
             load_raw(prefix.with_suffix(".hashes.bin")),
             src_starts,
             hashes,
@@ -261,6 +255,14 @@ def _gather_sets(
             lengths[where],
         )
     return set_offsets, hashes
+
+
+@njit(cache=True)
+def _copy_ranges(src, src_starts, dst, dst_starts, lengths):
+    """dst[dst_starts[i] : +lengths[i]] = src[src_starts[i] : +lengths[i]] for every i."""
+    for i in range(lengths.shape[0]):
+        for k in range(lengths[i]):
+            dst[dst_starts[i] + k] = src[src_starts[i] + k]
 
 
 @resumable
@@ -276,7 +278,7 @@ def exact_task(
         docs = np.unique(chunk)
         set_offsets, hashes = _gather_sets(docs, set_prefixes, np.asarray(starts))
         slot = np.searchsorted(docs, chunk.ravel())
-        accepted.append(verify_pairs(chunk, slot, set_offsets, hashes, cfg.threshold))
+        accepted.append(lsh.verify_pairs(chunk, slot, set_offsets, hashes, cfg.threshold))
     edges = np.concatenate(accepted)
     save_array(Path(task["edges"]), edges)
     return {"checks": len(pairs), "rejected": len(pairs) - len(edges)}

@@ -66,9 +66,9 @@ from dedup_methods import LIBRARY, PIPELINE_CFG, keep_lowest, run_method
 from rich.console import Console
 from rich.table import Table
 
-from data_pipeline.dedup import candidate_pairs
+from core.neardup.minhash import minhash_signatures
+from core.neardup.pairs import candidate_pairs
 from data_pipeline.dedup_text import dedup_texts
-from data_pipeline.minhash import minhash_signatures
 
 FULL = {"docs": 5000, "sizes": "5000,10000,20000", "reps": 3, "per_token_docs": 200}
 QUICK = {"docs": 800, "sizes": "800,1600", "reps": 1, "per_token_docs": 40}

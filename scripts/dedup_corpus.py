@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from scipy import sparse
 
-from data_pipeline.minhash import shingle_sets
+from core.neardup.minhash import shingle_sets
 
 VERBS = ("Fix", "Update", "Refactor", "Clean up", "Simplify", "Tweak")
 

@@ -8,11 +8,12 @@ import datasketch
 import numpy as np
 import xxhash
 from rensa import RMinHash, RMinHashLSH
-from scipy import sparse
-from scipy.sparse.csgraph import connected_components
 
-from data_pipeline.dedup import find_duplicates
-from data_pipeline.minhash import MinHashConfig, minhash_signatures, shingles
+from core.minhash_config import MinHashConfig
+from core.neardup.clusters import components
+from core.neardup.dedup import find_duplicates
+from core.neardup.minhash import minhash_signatures
+from core.shingles import shingles
 
 PIPELINE_CFG = MinHashConfig(exact_check=True)  # data_pipeline.config.DedupOptions' default
 LSH_CFG = replace(PIPELINE_CFG, exact_check=False)
@@ -21,11 +22,7 @@ LIBRARY = {"ours": PIPELINE_CFG, "ours_lsh": LSH_CFG}
 
 def keep_lowest(n: int, pairs: np.ndarray) -> np.ndarray:
     """Keep mask of union-find over ``pairs``: the lowest index of each cluster survives."""
-    graph = sparse.coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
-    _, label = connected_components(graph, directed=False)
-    first = np.full(label.max() + 1, n)
-    np.minimum.at(first, label, np.arange(n))
-    return first[label] == np.arange(n)
+    return components(n, pairs) == np.arange(n)
 
 
 def query_pairs(results) -> np.ndarray:

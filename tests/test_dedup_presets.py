@@ -12,10 +12,11 @@ from conftest import build_commits, compose_build
 
 from core.formats import FORMATS
 from core.minhash_config import MinHashConfig
+from core.neardup.minhash import minhash_signatures
+from core.shingles import shingle_hash, shingles
 from data_pipeline.build import to_build_config
 from data_pipeline.config import DedupOptions
 from data_pipeline.dedup_text import TEXT_COLUMNS, dedup_texts
-from data_pipeline.minhash import minhash_signatures, shingle_hash, shingles
 
 EDITPACKFT_ORIGINAL = DedupOptions(
     enabled=True,

@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 import shutil
 
-import numpy as np
 import pytest
 from datasets import Dataset
-from test_dedup import corpus
+from neardup_corpus import corpus
 
-from data_pipeline.dedup import find_duplicates
+from core.minhash_config import MinHashConfig
+from core.neardup.dedup import find_duplicates
+from core.neardup.minhash import minhash_signatures
 from data_pipeline.dedup_text import dedup_texts
 from data_pipeline.executors import LocalExecutor
 from data_pipeline.filters import filter_batch
-from data_pipeline.minhash import MinHashConfig, minhash_signatures
 from data_pipeline.minhash_job import run_minhash_dedup
 
 
@@ -118,18 +118,3 @@ def test_ray_cluster_of_two_workers_matches_local_and_the_driver_holds_no_shard(
     # Only counts came back: the largest reply is far smaller than one shard of the input.
     shard_bytes = min(len(json.dumps(rows.select(range(i, i + 37)).to_dict())) for i in (0, 37))
     assert 0 < executor.max_result_bytes < shard_bytes / 100
-
-
-def test_band_keys_group_exactly_the_equal_bands():
-    from data_pipeline.lsh import band_keys, groups_of
-
-    rng = np.random.default_rng(0)
-    sigs = rng.integers(0, 4, size=(300, 6), dtype=np.uint64)  # many equal bands by chance
-    keys = band_keys(sigs, 3, 2)
-    for b in range(3):
-        offsets, members = groups_of(keys[b], np.arange(300))
-        expected: dict[bytes, list[int]] = {}
-        for d in range(300):
-            expected.setdefault(sigs[d, 2 * b : 2 * b + 2].tobytes(), []).append(d)
-        groups = sorted(members[offsets[g] : offsets[g + 1]].tolist() for g in range(len(offsets) - 1))
-        assert groups == sorted(v for v in expected.values() if len(v) > 1)

@@ -1,12 +1,12 @@
 """Independence: which problems share a codebase, and so are not independent samples of the benchmark.
 
-Two problems share a codebase when their `before` code is a near-duplicate under the data pipeline's
-MinHash (the same signatures, bit for bit: `core.shingles` token shingles hashed by `shingle_hash`
-through datasketch with `MinHashConfig`'s num_perm/seed/scheme/ngram). Candidates come from
-datasketch's MinHashLSH, banded as the pipeline bands with its exact check (tuned 0.2 below the
-threshold, so pairs at the threshold are nearly always candidates); a candidate pair counts when its
-estimated Jaccard is at least the threshold. Pairs are joined by union-find into clusters;
-`distinct_contexts` is the number of clusters (problems that stand alone count one each).
+Two problems share a codebase when their `before` code is a near-duplicate as the data pipeline's
+dedup decides it, by the same code (`core.neardup`): `MinHashConfig`'s signatures, LSH bands tuned
+0.2 below the threshold (so pairs at the threshold are nearly always candidates), and the exact
+check: a candidate pair counts when its Jaccard similarity reaches the threshold, by the
+signatures' estimate when five standard deviations clear of it and by the shingle sets when
+closer. Pairs are joined by the same union-find into clusters; `distinct_contexts` is the number of
+clusters (problems that stand alone count one each).
 
 The default threshold is calibrated, not guessed: `calibrate` picks from 0.30..0.95 (step 0.05) the
 threshold with the best F1 on a hand-labelled sample of code pairs shipped with this module
@@ -18,88 +18,47 @@ leaving any one pair out picks 0.35 or 0.40). What it misses: 5-token shingles b
 renamed identifier appears, so heavy renaming (a binary search with lo/hi/mid renamed scores 0.28)
 falls below the threshold, and short programs that are mostly shared boilerplate rise above it
 (HumanEvalPack's C++ functions, a few lines after the same `#include` block, cluster at 0.40).
+The sample is scored by each pair's signature estimate of its Jaccard similarity (σ ≈ 0.03 at 256
+permutations), which `pairs` in the output also report; the pairs themselves are decided as above.
+Scored by exact Jaccard the sample would pick 0.30 (F1 0.97; 0.40 gives 0.93, one same-codebase pair
+at 0.398 falling below): 31 pairs do not tell these apart.
 
 Separately, `identical_instructions` groups problems whose instruction text is the same after
-normalisation (lower case, whitespace collapsed, trailing punctuation stripped).
+normalisation (`core.neardup.instructions`, the form decontamination compares: lower case,
+whitespace collapsed, trailing punctuation stripped).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import re
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import datasketch
-
 from core.minhash_config import MinHashConfig
+from core.neardup.clusters import components, id_sort_key
+from core.neardup.instructions import normalize_instruction
+from core.neardup.lsh import signature_estimate
+from core.neardup.minhash import minhash_signatures
+from core.neardup.pairs import near_duplicate_pairs
 from core.problems import Problem
-from core.shingles import shingle_hash, shingles
 
 SAMPLE = Path(__file__).resolve().parent / "data" / "codebase_pairs.jsonl"
 CONFIG = MinHashConfig()  # the pipeline's defaults: num_perm 256, 5-token shingles, seed 42, affine64
 GRID = tuple(round(0.30 + 0.05 * i, 2) for i in range(14))  # 0.30 .. 0.95
-_TRAILING_PUNCTUATION = ".,;:!?"
-
-
-def signature(text: str, config: MinHashConfig = CONFIG) -> datasketch.MinHash:
-    """The pipeline's MinHash signature of `text` (`data_pipeline/minhash.py` computes the same)."""
-    m = datasketch.MinHash(
-        num_perm=config.num_perm, seed=config.seed, scheme=config.scheme, hashfunc=shingle_hash
-    )
-    m.update_batch(shingles(text, config.ngram))
-    return m
-
-
-def natural_key(problem_id: str) -> tuple:
-    """Sort key that puts "2" before "10" and "Python/2" before "Python/10"."""
-    return tuple(
-        (0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", problem_id)
-    )
-
-
-def normalize_instruction(text: str) -> str:
-    """Lower case, runs of whitespace as one space, trailing punctuation removed."""
-    return " ".join(text.lower().split()).rstrip(_TRAILING_PUNCTUATION).rstrip()
-
-
-class _UnionFind:
-    def __init__(self, n: int) -> None:
-        self.parent = list(range(n))
-
-    def find(self, i: int) -> int:
-        while self.parent[i] != i:
-            self.parent[i] = self.parent[self.parent[i]]
-            i = self.parent[i]
-        return i
-
-    def union(self, i: int, j: int) -> None:
-        a, b = self.find(i), self.find(j)
-        if a != b:
-            self.parent[max(a, b)] = min(a, b)
 
 
 def similar_pairs(
     texts: Sequence[str], threshold: float, config: MinHashConfig = CONFIG
 ) -> list[tuple[int, int, float]]:
-    """(i, j, estimated Jaccard) for i < j: LSH candidates whose estimated Jaccard >= threshold."""
-    banding = MinHashConfig(
-        num_perm=config.num_perm, ngram=config.ngram, seed=config.seed, threshold=threshold, exact_check=True
-    )
-    lsh = datasketch.MinHashLSH(num_perm=config.num_perm, params=banding.bands_rows())
-    sigs = [signature(text, config) for text in texts]
-    for i, sig in enumerate(sigs):
-        lsh.insert(i, sig)
-    pairs = []
-    for i, sig in enumerate(sigs):
-        for j in sorted(k for k in lsh.query(sig) if k > i):
-            jaccard = sig.jaccard(sigs[j])
-            if jaccard >= threshold:
-                pairs.append((i, j, jaccard))
-    return pairs
+    """(i, j, estimated Jaccard) for i < j: the pairs the pipeline's dedup joins at `threshold`."""
+    cfg = replace(config, threshold=threshold, exact_check=True, candidate_threshold=None)
+    sigs = minhash_signatures(texts, cfg)
+    pairs = near_duplicate_pairs(sigs, texts, cfg).tolist()
+    return [(i, j, float(signature_estimate(sigs[i], sigs[j]))) for i, j in pairs]
 
 
 def identical_instructions(problems: Sequence[Problem]) -> list[dict[str, Any]]:
@@ -112,11 +71,11 @@ def identical_instructions(problems: Sequence[Problem]) -> list[dict[str, Any]]:
     by_ids: dict[tuple[str, ...], list[str]] = defaultdict(list)  # one group per set of problems
     for key, ids in groups.items():
         if len(ids) > 1:
-            by_ids[tuple(sorted(ids, key=natural_key))].append(key)
+            by_ids[tuple(sorted(ids, key=id_sort_key))].append(key)
     found = [
         {"instruction": keys[0], "ids": list(ids), "instructions": len(keys)} for ids, keys in by_ids.items()
     ]
-    return sorted(found, key=lambda g: (natural_key(g["ids"][0]), g["instruction"]))
+    return sorted(found, key=lambda g: (id_sort_key(g["ids"][0]), g["instruction"]))
 
 
 def shared_codebases(
@@ -131,13 +90,10 @@ def shared_codebases(
         threshold = default_threshold()
     ids = [p.id for p in problems]
     pairs = similar_pairs([p.before for p in problems], threshold, config)
-    uf = _UnionFind(len(problems))
-    for i, j, _ in pairs:
-        uf.union(i, j)
     members: dict[int, list[str]] = defaultdict(list)
-    for i, pid in enumerate(ids):
-        members[uf.find(i)].append(pid)
-    clusters = sorted((sorted(m, key=natural_key) for m in members.values()), key=lambda m: natural_key(m[0]))
+    for pid, root in zip(ids, components(len(ids), [(i, j) for i, j, _ in pairs]).tolist(), strict=True):
+        members[root].append(pid)
+    clusters = sorted((sorted(m, key=id_sort_key) for m in members.values()), key=lambda m: id_sort_key(m[0]))
     shared = [c for c in clusters if len(c) > 1]
     sharing = sum(len(c) for c in shared)
     return {
@@ -170,8 +126,10 @@ def _scores(truth: list[bool], predicted: list[bool]) -> dict[str, float]:
 
 
 def pair_scores(pairs: Sequence[dict[str, Any]], config: MinHashConfig = CONFIG) -> list[float]:
-    """Estimated Jaccard of each labelled pair: the score `shared_codebases` thresholds."""
-    return [signature(p["a"], config).jaccard(signature(p["b"], config)) for p in pairs]
+    """The signatures' estimate of each labelled pair's Jaccard similarity."""
+    a = minhash_signatures([p["a"] for p in pairs], config)
+    b = minhash_signatures([p["b"] for p in pairs], config)
+    return [float(signature_estimate(x, y)) for x, y in zip(a, b, strict=True)]
 
 
 def pick_threshold(

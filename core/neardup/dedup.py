@@ -6,46 +6,32 @@ is identical. Without ``cfg.exact_check`` a bucket is one cluster. With it, a bu
 are joined when their signatures' Jaccard estimate is clearly above the threshold (by five
 standard deviations of the estimate), dropped when clearly below, and otherwise decided by
 the exact Jaccard of their shingle sets (`lsh.py`). Clusters are the connected components
-over all bands, and each keeps its lowest id.
-
-Ids are ordered naturally and deterministically: runs of ASCII digits compare as numbers,
-the rest as text, ties broken by plain string order (``"r2" < "r10"``, ``"r01" < "r1"``).
-The lowest id of a cluster is kept, so the output does not depend on input order.
+over all bands (`clusters.py`), and each keeps its lowest natural id, so the output does not
+depend on input order.
 
 The compiled steps live in `lsh.py` and are shared with the sharded job of the build
-(`minhash_job.py`), which runs them shard by shard from disk.
+(`data_pipeline/minhash_job.py`), which runs them shard by shard from disk, and with the pair
+searches of `pairs.py`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from data_pipeline.lsh import (
+from core.minhash_config import MinHashConfig
+from core.neardup.clusters import representatives, roots, union_edges
+from core.neardup.lsh import (
     band_keys,
     estimate_groups,
     estimate_margin,
     groups_of,
-    pairs_of_groups,
-    roots,
     star_edges,
-    union_edges,
     verify_pairs,
 )
-from data_pipeline.minhash import MinHashConfig, minhash_signatures, shingle_set_csr
-
-__all__ = [
-    "DedupResult",
-    "MinHashConfig",
-    "candidate_pairs",
-    "find_duplicates",
-    "id_sort_key",
-    "minhash_signatures",
-]
-_DIGITS = re.compile(r"([0-9]+)")
+from core.neardup.minhash import shingle_set_csr
 
 
 @dataclass
@@ -59,12 +45,6 @@ class DedupResult:
     n_estimates: int  # pairs decided or sent on by their signatures' Jaccard estimate
     n_checks: int  # exact Jaccard checks made: the ambiguous pairs (0 without exact_check)
     n_rejected: int  # checks below the threshold
-
-
-def id_sort_key(id_: str) -> tuple[tuple[str | int, ...], str]:
-    """Natural sort key of an id: the order in which the lowest id of a cluster is kept."""
-    parts = _DIGITS.split(id_)
-    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts)), id_
 
 
 def find_duplicates(
@@ -96,10 +76,7 @@ def find_duplicates(
             ambiguous.append(pairs)
             estimates += n
         pairs = np.concatenate(ambiguous)
-        involved = np.unique(pairs)
-        set_offsets, set_hashes = sets_csr([texts[i] for i in involved], cfg)
-        slot = np.searchsorted(involved, pairs.ravel())
-        accepted = verify_pairs(pairs, slot, set_offsets, set_hashes, cfg.threshold)
+        accepted = verify_texts(pairs, texts, cfg)
         union_edges(parent, accepted)
         checks, rejected = len(pairs), len(pairs) - len(accepted)
     else:
@@ -123,27 +100,15 @@ def sets_csr(texts: Sequence[str], cfg: MinHashConfig) -> tuple[np.ndarray, np.n
     return shingle_set_csr(list(texts), cfg.ngram, tokens=cfg.tokens, lowercase=cfg.lowercase)
 
 
-def representatives(root: np.ndarray, ids: Sequence[str]) -> np.ndarray:
-    """For each element, the element of its component with the lowest natural id."""
-    rank = np.empty(len(ids), dtype=np.int64)
-    rank[sorted(range(len(ids)), key=lambda i: id_sort_key(ids[i]))] = np.arange(len(ids))
-    best = np.full(len(ids), len(ids), dtype=np.int64)
-    np.minimum.at(best, root, rank)
-    by_rank = np.empty(len(ids), dtype=np.int64)
-    by_rank[rank] = np.arange(len(ids))
-    return by_rank[best[root]]
+def verify_texts(pairs: np.ndarray, texts: Sequence[str], cfg: MinHashConfig) -> np.ndarray:
+    """The ``pairs`` (indices into ``texts``) whose exact shingle-set Jaccard reaches ``cfg.threshold``.
 
-
-def candidate_pairs(signatures: np.ndarray, cfg: MinHashConfig) -> np.ndarray:
-    """(n_pairs, 2) document index pairs ``i < j`` sharing a band, sorted: for audits and evaluation.
-
-    Unlike ``find_duplicates`` this lists every pair, so it is quadratic in bucket size.
+    Only the texts of a pair are shingled, once each: ambiguous pairs are few.
     """
-    sigs = np.asarray(signatures, dtype=np.uint64).reshape(-1, cfg.num_perm)
-    keys = band_keys(sigs, *cfg.bands_rows())
-    docs = np.arange(len(sigs), dtype=np.int64)
-    pairs = [pairs_of_groups(*groups_of(keys[b], docs)) for b in range(keys.shape[0])]
-    return np.unique(np.concatenate([np.empty((0, 2), dtype=np.int64), *pairs]), axis=0)
+    involved = np.unique(pairs)
+    set_offsets, set_hashes = sets_csr([texts[i] for i in involved], cfg)
+    slot = np.searchsorted(involved, pairs.ravel())
+    return verify_pairs(pairs, slot, set_offsets, set_hashes, cfg.threshold)
 
 
 def _check_inputs(

@@ -12,13 +12,13 @@ A document becomes a set of shingles, and each shingle one 64-bit hash:
   (including an empty one) has one shingle, its whole token sequence, so short documents
   that differ do not share a signature, and only identical token sequences collide.
 - **Shingle hash**: ``xxh64`` (seed 0) of the little-endian concatenation of the
-  ``xxh64`` digests (seed 0) of the shingle's UTF-8 tokens; see :func:`shingle_hash`.
+  ``xxh64`` digests (seed 0) of the shingle's UTF-8 tokens; see `core.shingles.shingle_hash`.
 
 The signature is exactly what ``datasketch.MinHash(num_perm, seed=seed, scheme=scheme,
 hashfunc=shingle_hash)`` gives after ``update_batch(shingles(text, ngram, tokens=tokens,
-lowercase=lowercase))``. The fast path computes it in one numba kernel per batch: it hashes
-every token once, combines token hashes into shingle hashes, and applies datasketch's own
-permutations.
+lowercase=lowercase))`` (`core.shingles`, the pure-Python reference). The fast path computes
+it in one numba kernel per batch: it hashes every token once, combines token hashes into
+shingle hashes, and applies datasketch's own permutations.
 """
 
 from __future__ import annotations
@@ -32,17 +32,6 @@ import numpy as np
 from numba import njit
 
 from core.minhash_config import MinHashConfig
-from core.shingles import shingle_hash, shingles, tokenize
-
-__all__ = [
-    "MinHashConfig",
-    "minhash_signatures",
-    "shingle_hash",
-    "shingle_set_csr",
-    "shingle_sets",
-    "shingles",
-    "tokenize",
-]
 
 
 @functools.cache

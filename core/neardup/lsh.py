@@ -1,8 +1,9 @@
-"""The compiled parts of MinHash-LSH clustering: band keys, buckets, exact checks, union-find.
+"""The compiled parts of MinHash-LSH: band keys, buckets, signature estimates, exact checks.
 
 Each function works on one piece of the corpus (one band's keys of one partition, one
-bucket group file, one edge file), so the sharded job (`minhash_job.py`) and the in-memory
-`dedup.find_duplicates` run the same code, and memory is bounded by the piece.
+bucket group file, one list of pairs), so the build's sharded job
+(`data_pipeline/minhash_job.py`), the in-memory `dedup.find_duplicates` and the pair searches
+of `pairs.py` run the same code, and memory is bounded by the piece.
 
 - **Band keys**: the ``rows`` values of each band of a signature hashed to one uint64
   (xxh64 of their little-endian bytes). Two documents land in one bucket when a band key is
@@ -17,6 +18,8 @@ bucket group file, one edge file), so the sharded job (`minhash_job.py`) and the
   Jaccard of its sorted shingle-hash sets (``verify_pairs``). Skipping connected pairs keeps
   the connected components those of "decide every pair", at a fraction of the work on large
   clusters, and shingle sets are needed only for documents of ambiguous pairs.
+
+Clusters are joined by the union-find of `clusters.py`.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from data_pipeline.minhash import xxh64_words
+from core.neardup.clusters import find, link
+from core.neardup.minhash import xxh64_words
 
 GroupArrays = tuple[np.ndarray, np.ndarray]  # (offsets, members)
 
@@ -91,12 +95,13 @@ def _jaccard_at_least(a, b, threshold):
     return inter >= need
 
 
-@njit(cache=True)
-def _find(parent, x):
-    while parent[x] != x:
-        parent[x] = parent[parent[x]]
-        x = parent[x]
-    return x
+@njit(cache=True, inline="always")
+def signature_estimate(sx, sy):
+    """The share of equal MinHash values of two signatures: their estimate of the Jaccard similarity."""
+    equal = 0
+    for j in range(sx.shape[0]):
+        equal += sx[j] == sy[j]
+    return equal / sx.shape[0]
 
 
 def estimate_margin(threshold: float, num_perm: int, z: float = 5.0) -> float:
@@ -140,18 +145,14 @@ def estimate_groups(offsets, members, slot, sigs, threshold, margin):
         for x in range(1, n_distinct):
             sx = sigs[slot[lo + distinct[x]]]
             for y in range(x):
-                rx, ry = _find(parent, x), _find(parent, y)
+                rx, ry = find(parent, x), find(parent, y)
                 if rx == ry:
                     continue
-                sy = sigs[slot[lo + distinct[y]]]
-                equal = 0
-                for j in range(num_perm):
-                    equal += sx[j] == sy[j]
                 estimates += 1
-                estimate = equal / num_perm
+                estimate = signature_estimate(sx, sigs[slot[lo + distinct[y]]])
                 a, b = members[lo + distinct[y]], members[lo + distinct[x]]
                 if estimate >= threshold + margin:
-                    parent[max(rx, ry)] = min(rx, ry)
+                    link(parent, rx, ry)
                     edges[n_edges, 0], edges[n_edges, 1] = a, b
                     n_edges += 1
                 elif estimate > threshold - margin:
@@ -182,24 +183,6 @@ def verify_pairs(pairs, slot, set_offsets, set_hashes, threshold):
 
 
 @njit(cache=True)
-def union_edges(parent, edges):
-    """Merge ``edges`` into the forest ``parent`` in place; the smaller index becomes the root."""
-    for k in range(edges.shape[0]):
-        a, b = _find(parent, edges[k, 0]), _find(parent, edges[k, 1])
-        if a != b:
-            parent[max(a, b)] = min(a, b)
-
-
-@njit(cache=True)
-def roots(parent):
-    """The root of every element (roots are smaller than their children: one pass settles it)."""
-    out = parent.copy()
-    for i in range(out.shape[0]):
-        out[i] = out[out[i]]
-    return out
-
-
-@njit(cache=True)
 def pairs_of_groups(offsets, members):
     """(m, 2) every pair (i < j) inside each group: quadratic, for audits of small corpora."""
     sizes = offsets[1:] - offsets[:-1]
@@ -213,9 +196,24 @@ def pairs_of_groups(offsets, members):
     return out
 
 
-@njit(cache=True)
-def copy_ranges(src, src_starts, dst, dst_starts, lengths):
-    """dst[dst_starts[i] : +lengths[i]] = src[src_starts[i] : +lengths[i]] for every i."""
-    for i in range(lengths.shape[0]):
-        for k in range(lengths[i]):
-            dst[dst_starts[i] + k] = src[src_starts[i] + k]
+def sorted_band_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each band's keys in ascending order and the documents in that order: a side `cross_candidates` looks up."""
+    order = np.argsort(keys, axis=-1, kind="stable")
+    return np.take_along_axis(keys, order, -1), order.astype(np.int64)
+
+
+def cross_candidates(keys: np.ndarray, ref_keys: np.ndarray, ref_docs: np.ndarray) -> np.ndarray:
+    """(m, 2) unique pairs (document i, reference j) that share a band key, sorted.
+
+    ``keys`` are the documents' `band_keys`; ``ref_keys``, ``ref_docs`` the references' from
+    `sorted_band_keys`. These are the pairs across the two sides of the buckets `groups_of` would
+    form over both, found by a lookup, so a fixed reference side is sorted once, not per batch.
+    """
+    found = [np.empty((0, 2), dtype=np.int64)]
+    for b in range(keys.shape[0]):
+        lo = np.searchsorted(ref_keys[b], keys[b], side="left")
+        count = np.searchsorted(ref_keys[b], keys[b], side="right") - lo
+        docs = np.repeat(np.arange(keys.shape[1], dtype=np.int64), count)
+        first = np.repeat(lo - (np.cumsum(count) - count), count)  # a document's matches are consecutive
+        found.append(np.stack((docs, ref_docs[b][first + np.arange(len(docs))]), axis=1))
+    return np.unique(np.concatenate(found), axis=0)
