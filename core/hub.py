@@ -104,7 +104,16 @@ def check_model_ref(ref: str, key: str) -> None:
     path = Path(ref).expanduser()
     looks_local = ref.startswith((".", "/", "~")) or ref.count("/") != 1 or path.exists()
     if looks_local:
-        existing_path(ref, key, "give a model folder or a hub id (org/name)")
+        if not path.exists():
+            where = "" if path.is_absolute() else f" (relative to {Path.cwd()})"
+            raise ConfigError(
+                f"{key}={ref!r}: no such folder{where}; give a model folder or a hub id (org/name)"
+            )
+        if not (path / "config.json").is_file():
+            raise ConfigError(
+                f"{key}={ref!r} holds no config.json, so it is no transformers model folder; give the "
+                "folder training wrote (runs/<name>/final) or a hub id (org/name)"
+            )
         return
     if hub_offline():
         from huggingface_hub import try_to_load_from_cache

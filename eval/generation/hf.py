@@ -9,6 +9,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from core.dtypes import torch_dtype
+from core.errors import UserError
 from eval.generation.base import GenerationRequest, SamplingConfig, new_token_budget
 
 log = logging.getLogger(__name__)
@@ -29,10 +30,14 @@ def load_model(path: str, dtype: str = "auto", trust_remote_code: bool = False, 
     """(model, tokenizer) of a hub id or folder, on the GPU when there is one: the one loader of
     evaluation (the hf backend, and the editing study, which edits the model it generates with)."""
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-    model = AutoModelForCausalLM.from_pretrained(
-        path, dtype=torch_dtype(dtype), trust_remote_code=trust_remote_code
-    )
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(
+            path, dtype=torch_dtype(dtype), trust_remote_code=trust_remote_code
+        )
+    except (OSError, ValueError) as err:  # a folder or hub id transformers cannot read as a model
+        first = next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
+        raise UserError(f"model.path={path!r}: transformers cannot load it as a causal LM: {first}") from err
     return model.to(device), tokenizer
 
 

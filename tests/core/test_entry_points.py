@@ -163,3 +163,16 @@ def test_cfg_job_needs_no_required_path_and_help_names_only_real_keys(tmp_path, 
     for key in sorted(keys):  # each dotted key the help names resolves in the printed config
         check, _ = run(cmd, "--cfg", "job", f"{key}=null", cwd=tmp_path)
         assert "unknown config key" not in check.stderr and "Could not override" not in check.stderr, key
+
+
+@pytest.mark.parametrize("model", ["missing", "empty", "unloadable"])
+def test_a_model_path_that_cannot_load_is_one_line_and_leaves_no_out_folder(tmp_path, model):
+    folder = tmp_path / "model"
+    if model != "missing":
+        folder.mkdir()
+    if model == "unloadable":  # a config but no tokenizer or weights: transformers itself refuses it
+        (folder / "config.json").write_text('{"model_type": "llama"}')
+    out = tmp_path / "out"
+    proc, _ = run(EVAL, "benchmark=fixtures", f"model.path={folder}", "gen.n=1", f"out={out}", cwd=tmp_path)
+    assert_one_line_error(proc, "model.path")
+    assert not out.exists()
