@@ -16,7 +16,7 @@ from core.neardup.minhash import minhash_signatures
 from core.shingles import shingle_hash, shingles
 from data_pipeline.build import to_build_config
 from data_pipeline.config import DedupOptions
-from data_pipeline.dedup_text import TEXT_COLUMNS, dedup_texts
+from data_pipeline.dedup_text import dedup_texts
 
 EDITPACKFT_ORIGINAL = DedupOptions(
     enabled=True,
@@ -115,7 +115,6 @@ def test_bad_text_mode_is_a_config_error():
 def test_formatted_text_is_the_training_text():
     columns = {c: [row[i] for row in EXAMPLES] for i, c in enumerate(("before", "instruction", "after"))}
     fmt = FORMATS["editcoder"]
-    assert TEXT_COLUMNS["formatted"] == ("before", "instruction", "after")
     assert dedup_texts(columns, "formatted") == [fmt.prompt(b, i) + fmt.completion(a) for b, i, a in EXAMPLES]
     assert dedup_texts(columns, "formatted") == [edit_prompt(b, i, a) for b, i, a in EXAMPLES]
     assert dedup_texts({"before": ["a"], "after": ["b"]}, "edit") == ["a\nb"]

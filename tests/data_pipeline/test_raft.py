@@ -35,9 +35,7 @@ def with_duplicate(bundles: dict) -> dict:
     return bundles
 
 
-def test_defaults_follow_raft():
-    config = RAFTConfig()
-    assert (config.distractors, config.oracle_fraction, config.negatives) == (4, 0.8, "random")
+def test_bad_settings_are_config_errors():
     for bad in ({"oracle_fraction": 1.5}, {"distractors": -1}, {"negatives": "bm25"}):
         with pytest.raises(ConfigError):
             RAFTConfig(**bad)

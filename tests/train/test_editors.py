@@ -279,7 +279,3 @@ def test_every_editor_config_builds_its_editor(path, tok):
         options["layer"] = LAYERS - 1  # the tiny model's depth
     editor = load_editor(config["target"], tiny_llama(tok), tok, options)
     assert editor.name == config["name"]
-
-
-def test_the_four_editor_configs_are_shipped():
-    assert sorted(p.stem for p in EDITOR_CONFIGS.glob("*.yaml")) == ["ft-l", "grace", "lora", "prompt"]

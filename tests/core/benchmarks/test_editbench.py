@@ -41,14 +41,6 @@ def write(tmp_path: Path, records: list[dict[str, Any]]) -> str:
     return str(path)
 
 
-def test_fixture_rows_have_the_hub_columns():
-    columns = {
-        "problem_id", "pair_id", "programming_language", "original_code", "highlighted_code", "instruction",
-        "test_code", "requirements", "python_version", "cursor_position", "test_harness",
-    }  # fmt: skip
-    assert all(set(r) == columns for r in rows())
-
-
 def test_python_row_maps_every_field():
     raw = rows()[2]
     p = by_id()["3"]

@@ -235,9 +235,13 @@ def test_unknown_backend():
 
 
 def test_result_invariants():
-    assert set(STATUSES) == {"passed", "failed", "timeout", "memory", "killed", "output_limit", "error"}
-    with pytest.raises(ValueError, match="contradicts"):
-        ExecutionResult("failed", True, 0, "", "", 0.0)
+    for status in STATUSES:  # passed is True for the passed status alone
+        ok = status == "passed"
+        assert ExecutionResult(status, ok, 0, "", "", 0.0).passed is ok
+        with pytest.raises(ValueError, match="contradicts"):
+            ExecutionResult(status, not ok, 0, "", "", 0.0)
+    error = ExecutionResult.error("lost the server")
+    assert (error.status, error.passed, error.detail) == ("error", False, "lost the server")
     with pytest.raises(ValueError, match="unknown status"):
         ExecutionResult("ok", False, 0, "", "", 0.0)
 

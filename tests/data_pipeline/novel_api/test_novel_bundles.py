@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from core.knowledge import CELL_PRESETS, PARTS, render_knowledge
+from core.knowledge import CELL_PRESETS, render_knowledge
 from data_pipeline.novel_api.bundles import build_bundles, make_spec
 from data_pipeline.novel_api.docsnippets import find_examples
 
@@ -460,19 +460,3 @@ def test_render_stripped_masks_every_name():
     assert "Add two numbers; <API> is fast." in text
     assert "def <API>(a: int" in text
     assert "address" in render_knowledge({**BUNDLE, "M": {"prose": "address", "code": ""}}, {"M_prose"}, True)
-
-
-def test_cell_presets():
-    presets, parts = CELL_PRESETS, PARTS
-    assert presets == {
-        "baseline": frozenset(),
-        "name-only": {"S_name"},
-        "S": {"S_name", "S_sig"},
-        "E": {"E"},
-        "M": {"M_prose", "M_code"},
-        "S+E": {"S_name", "S_sig", "E"},
-        "S+M": {"S_name", "S_sig", "M_prose", "M_code"},
-        "E+M": {"E", "M_prose", "M_code"},
-        "Full": parts,
-    }
-    assert parts == {"S_name", "S_sig", "E", "M_prose", "M_code"}
