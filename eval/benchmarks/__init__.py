@@ -1,7 +1,8 @@
 """The registry of benchmark kinds: one name, one `BenchmarkKind` (see `base.py` for the contract).
 
-The built-in kinds are imported from their modules on first lookup; another kind registers itself
-with `register(Kind())` (from a plugin package, or a test). Registering also stores the kind's
+The built-in kinds are imported from their modules on first lookup, and so are the kinds other
+installed packages declare under the entry-point group `editforge.benchmarks` (`name =
+"pkg.module:KIND"`); code can also call `register(Kind())` itself (a test does). Registering also stores the kind's
 options as the structured config `benchmark/<name>_options`, which `configs/benchmark/<name>.yaml`
 extends; a kind without such a YAML is selectable as `benchmark=<name>` with its options' defaults.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from importlib.metadata import entry_points
 from typing import Any
 
 from core.benchmarks.options import BenchmarkOptions, to_options
@@ -32,10 +34,22 @@ def register(kind: BenchmarkKind) -> BenchmarkKind:
     return kind
 
 
+ENTRY_POINTS = "editforge.benchmarks"
+
+
 def load_builtin() -> None:
+    """The built-in kinds, then those installed packages declare (once each)."""
     for name in BUILTIN:
         if name not in _KINDS:
             register(importlib.import_module(f"eval.benchmarks.{name}").KIND)
+    for entry in entry_points(group=ENTRY_POINTS):
+        if entry.name not in _KINDS:
+            kind = entry.load()
+            if not isinstance(kind, BenchmarkKind) or kind.name != entry.name:
+                raise ConfigError(
+                    f"entry point {entry.name} = {entry.value} is not a BenchmarkKind named {entry.name!r}"
+                )
+            register(kind)
 
 
 def get_kind(name: str, key: str = "benchmark") -> BenchmarkKind:

@@ -173,3 +173,56 @@ def test_kill_during_execution_then_resume_gives_identical_results(case, tmp_pat
 
 def _samples(out: Path) -> list[str]:
     return [line for line in (out / "samples.jsonl").read_text().splitlines() if '"type": "sample"' in line]
+
+
+PLUGIN = '''
+from dataclasses import dataclass
+
+from core.benchmarks.options import BenchmarkOptions
+from core.problems import Problem
+from eval.benchmarks import BenchmarkKind
+
+
+@dataclass
+class PluggedOptions(BenchmarkOptions):
+    name: str = "plugged"
+
+
+class Plugged(BenchmarkKind):
+    name = "plugged"
+    options = PluggedOptions
+
+    def load(self, options):
+        return [Problem("p", "p", "x = 1\\n", "x = 2\\n", "assert x == 2\\n", {"only": "set x to 2"})]
+
+    def execute(self, jobs, ctx):
+        results = ctx.sandbox.run_many([(j.code, j.problem.tests) for j in jobs], limits=ctx.limits)
+        return [{"status": r.status, "passed": r.passed} for r in results]
+
+    def score(self, ctx):
+        passed = [e["passed"] for e in ctx.store.of_type("execution").values()]
+        return {"metrics": {"only": {"passed": sum(passed)}}, "per_problem": []}
+
+    def report(self, model, scored, ctx):
+        return f"plugged {scored['metrics']['only']['passed']}\\n"
+
+
+KIND = Plugged()
+'''
+
+
+def test_an_installed_package_declares_a_kind_by_entry_point(tmp_path):
+    site = tmp_path / "site"
+    (site / "plugged_bench.py").parent.mkdir(parents=True)
+    (site / "plugged_bench.py").write_text(PLUGIN)
+    info = site / "plugged_bench-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plugged-bench\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[editforge.benchmarks]\nplugged = plugged_bench:KIND\n")
+    env = {**os.environ, **make.OFFLINE, "PYTHONPATH": f"{site}{os.pathsep}{REPO}"}
+    out = tmp_path / "out"
+    args = [sys.executable, "-m", "eval.run", "benchmark=plugged", "model=reference", "gen.n=3", f"out={out}"]
+    done = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "plugged 3" in done.stdout
+    assert json.loads((out / "results.json").read_text())["metrics"] == {"only": {"passed": 3}}
