@@ -115,10 +115,10 @@ class EvalConfig:
 
 def register_schemas() -> None:
     """The primary schema and every kind's options (`benchmark/<name>_options`, which the YAMLs extend)."""
-    from eval.benchmarks import load_builtin
+    from eval.benchmarks import register_schemas as register_kind_schemas
 
     register_schema("eval_schema", EvalConfig)
-    load_builtin()
+    register_kind_schemas()
 
 
 register_schemas()

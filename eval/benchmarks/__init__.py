@@ -1,8 +1,9 @@
 """The registry of benchmark kinds: one name, one `BenchmarkKind` (see `base.py` for the contract).
 
-The built-in kinds are imported from their modules on first lookup, and so are the kinds other
-installed packages declare under the entry-point group `editforge.benchmarks` (`name =
-"pkg.module:KIND"`); code can also call `register(Kind())` itself (a test does). Registering also stores the kind's
+A built-in kind's module is imported on its first lookup (its options are known from its core
+source before that); the kinds other installed packages declare under the entry-point group
+`editforge.benchmarks` (`name = "pkg.module:KIND"`) are loaded with the schemas; code can also
+call `register(Kind())` itself (a test does). Registering also stores the kind's
 options as the structured config `benchmark/<name>_options`, which `configs/benchmark/<name>.yaml`
 extends; a kind without such a YAML is selectable as `benchmark=<name>` with its options' defaults.
 """
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
+from core.benchmarks import SOURCES
 from core.benchmarks.options import BenchmarkOptions, to_options
 from core.config import CONFIG_DIR, structured
 from core.errors import ConfigError
@@ -23,13 +25,17 @@ BUILTIN = ("canitedit", "fixtures", "humanevalfix", "apiupdate", "novelapi", "ed
 _KINDS: dict[str, BenchmarkKind] = {}
 
 
-def register(kind: BenchmarkKind) -> BenchmarkKind:
+def _store_options(name: str, options: type[BenchmarkOptions]) -> None:
     from hydra.core.config_store import ConfigStore
 
     store = ConfigStore.instance()
-    store.store(group="benchmark", name=f"{kind.name}_options", node=structured(kind.options))
-    if not (CONFIG_DIR / "benchmark" / f"{kind.name}.yaml").is_file():
-        store.store(group="benchmark", name=kind.name, node=structured(kind.options))
+    store.store(group="benchmark", name=f"{name}_options", node=structured(options))
+    if not (CONFIG_DIR / "benchmark" / f"{name}.yaml").is_file():
+        store.store(group="benchmark", name=name, node=structured(options))
+
+
+def register(kind: BenchmarkKind) -> BenchmarkKind:
+    _store_options(kind.name, kind.options)
     _KINDS[kind.name] = kind
     return kind
 
@@ -37,11 +43,11 @@ def register(kind: BenchmarkKind) -> BenchmarkKind:
 ENTRY_POINTS = "editforge.benchmarks"
 
 
-def load_builtin() -> None:
-    """The built-in kinds, then those installed packages declare (once each)."""
+def register_schemas() -> None:
+    """Every kind's options as configs, before Hydra composes: the built-in kinds' from their core
+    sources (their modules load only when used), and the kinds installed packages declare."""
     for name in BUILTIN:
-        if name not in _KINDS:
-            register(importlib.import_module(f"eval.benchmarks.{name}").KIND)
+        _store_options(name, SOURCES[name].options)
     for entry in entry_points(group=ENTRY_POINTS):
         if entry.name not in _KINDS:
             kind = entry.load()
@@ -53,15 +59,17 @@ def load_builtin() -> None:
 
 
 def get_kind(name: str, key: str = "benchmark") -> BenchmarkKind:
-    load_builtin()
+    if name not in _KINDS and name in BUILTIN:
+        register(importlib.import_module(f"eval.benchmarks.{name}").KIND)
+    if name not in _KINDS:
+        register_schemas()
     if name not in _KINDS:
         raise ConfigError(f"{key}.name={name!r}: choose one of {names()}")
     return _KINDS[name]
 
 
 def names() -> tuple[str, ...]:
-    load_builtin()
-    return tuple(_KINDS)
+    return tuple(dict.fromkeys([*BUILTIN, *_KINDS]))
 
 
 def options_of(value: Mapping[str, Any] | BenchmarkOptions, key: str = "benchmark") -> BenchmarkOptions:
