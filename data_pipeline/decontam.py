@@ -17,7 +17,7 @@ keep it in the list.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -32,9 +32,10 @@ from data_pipeline.executors import Executor
 from data_pipeline.stages import StageResult, split_by_reason
 
 
-def source_label(source: BenchmarkOptions) -> str:
+def source_label(source: BenchmarkOptions | Mapping[str, Any]) -> str:
     """How a benchmark is named in the manifest: its name, plus its path when not the default."""
-    return source.name if source.path is None else f"{source.name}:{source.path}"
+    options = options_from(source)
+    return options.name if options.path is None else f"{options.name}:{options.path}"
 
 
 def load_benchmarks(sources: list[Any]) -> list[Benchmark]:
