@@ -176,7 +176,7 @@ def _samples(out: Path) -> list[str]:
     return [line for line in (out / "samples.jsonl").read_text().splitlines() if '"type": "sample"' in line]
 
 
-PLUGIN = '''
+PLUGIN = """
 from dataclasses import dataclass
 
 from core.benchmarks.options import BenchmarkOptions
@@ -209,7 +209,7 @@ class Plugged(BenchmarkKind):
 
 
 KIND = Plugged()
-'''
+"""
 
 
 def test_an_installed_package_declares_a_kind_by_entry_point(tmp_path):
