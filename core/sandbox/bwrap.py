@@ -158,6 +158,7 @@ class BwrapLauncher:
             "nproc_base": 2,
             "unshare_net": False,  # bwrap already did, unless the profile allows the network
             "coverage": profile.coverage,
+            "network": profile.network,
             "read": readable_paths(self.python),
             "write": ["/tmp", "/dev/shm", *DEVICES],
         }

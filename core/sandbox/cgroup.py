@@ -1,4 +1,4 @@
-"""Optional cgroup guard: pids and memory limits over one worker's whole process tree.
+"""Optional cgroup guard: pids, memory and CPU limits over one worker's whole process tree.
 
 RLIMIT_NPROC does not bind root and RLIMIT_AS is per process, so a fork bomb or a swarm of
 processes could exhaust the host's PIDs or memory before the deadline kills them (a Python
@@ -20,7 +20,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CONTROLLERS = ("pids", "memory")
+CONTROLLERS = ("pids", "memory", "cpu")
+CPU_PERIOD_US = 100_000
 _LIMIT_FILES = {
     ("pids", 1): "pids.max",
     ("pids", 2): "pids.max",
@@ -61,12 +62,19 @@ class Cgroup:
         procs = sorted({str(path / "cgroup.procs") for path, _ in self.groups.values()})
         return ["/bin/sh", "-c", _JOIN, "editforge-cgroup", *procs, "--", *argv]
 
-    def set_limits(self, max_processes: int, memory_bytes: int) -> None:
+    def set_limits(self, max_processes: int, memory_bytes: int, cpus: float = 1.0) -> None:
         """Write the limits that changed since the last call."""
-        for controller, value in (("pids", max_processes), ("memory", memory_bytes)):
+        quota = max(1000, round(cpus * CPU_PERIOD_US))  # the kernel's smallest quota is 1 ms
+        for controller, value in (("pids", max_processes), ("memory", memory_bytes), ("cpu", quota)):
             if controller in self.groups and self._written.get(controller) != value:
                 path, version = self.groups[controller]
-                (path / _LIMIT_FILES[controller, version]).write_text(str(value))
+                if controller == "cpu" and version == 2:
+                    (path / "cpu.max").write_text(f"{value} {CPU_PERIOD_US}")
+                elif controller == "cpu":
+                    (path / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
+                    (path / "cpu.cfs_quota_us").write_text(str(value))
+                else:
+                    (path / _LIMIT_FILES[controller, version]).write_text(str(value))
                 self._written[controller] = value
 
     def oom_kills(self) -> int:

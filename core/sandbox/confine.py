@@ -11,7 +11,8 @@ no process outside its own run (the server included). Where the kernel lacks Lan
 without it (``ForkServerSandbox.guards()`` says so).
 
 A run of a root server also drops every capability, so, like under bwrap, it cannot borrow the
-server's descriptors (``pidfd_getfd``, ``/proc/<pid>/fd``) or ptrace it.
+server's descriptors (``pidfd_getfd``, ``/proc/<pid>/fd``) or ptrace it. Every run also gets
+seccomp.py's filter (``install_filter``): no keyrings, no io_uring, sockets of allowed families only.
 
 Standard library and ctypes only: harness.py imports this file from its own folder.
 """
@@ -26,7 +27,7 @@ from collections.abc import Iterable
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
 LANDLOCK_CREATE_RULESET_VERSION = 1
 LANDLOCK_RULE_PATH_BENEATH = 1
-PR_SET_NO_NEW_PRIVS = 38
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
@@ -50,6 +51,10 @@ class _RulesetAttr(ctypes.Structure):
         ("handled_access_net", ctypes.c_uint64),  # ABI 4; left 0: the network is a namespace's job
         ("scoped", ctypes.c_uint64),  # ABI 6
     ]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
 class _PathBeneath(ctypes.Structure):
@@ -108,6 +113,16 @@ def restrict(ruleset: int) -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
     if _libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0):
         raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+
+
+def install_filter(program: bytes) -> None:
+    """Apply a seccomp filter (seccomp.py's bytes) to this process and all it starts; irreversible."""
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0):
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+    if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0):
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
 
 
 def drop_capabilities() -> None:

@@ -157,8 +157,11 @@ class Server:
         self.pid = os.getpid()
         self.child = 0
         self.child_status: int | None = None
+        # bwrap made the network namespace (unless the network is allowed); a local server makes its own
+        private_network = self.mode == "init" and not config.get("network")
         if config["unshare_net"] and self.libc.unshare(CLONE_NEWNET) == 0:
             _loopback_up()
+            private_network = True
         # SysV IPC objects outlive their creator: a namespace of our own lets us remove them after each run.
         self.own_ipc = self.mode == "init" or (
             config.get("unshare_ipc") and self.libc.unshare(CLONE_NEWIPC) == 0
@@ -181,6 +184,10 @@ class Server:
         self.coverage = _prepared_coverage(self.work_dir) if config.get("coverage") else None
         self.confine = _import_sibling("confine")
         self.ruleset = self.confine.build_ruleset(config.get("read", ()), config.get("write", ()))
+        seccomp = _import_sibling("seccomp")
+        machine = os.uname().machine
+        families = seccomp.socket_families(bool(config.get("network")), private_network)
+        self.filter = seccomp.program(machine, families) if seccomp.supported(machine) else None
         gc.freeze()  # keeps the children's garbage collector off the shared pages (fewer copy-on-write faults)
         # RLIMIT_AS counts what the preloaded modules reserved (numpy: ~120 MB): memory_mb is on top of it.
         self.base_vm = _address_space()
@@ -400,6 +407,8 @@ class Server:
             os.chdir(self.work_dir)
             if os.geteuid() == 0:  # no borrowing the server's descriptors, no ptrace, no DAC override
                 self.confine.drop_capabilities()
+            if self.filter is not None:  # no keyrings, no io_uring, only the allowed socket families
+                self.confine.install_filter(self.filter)
             if job["kind"] == "python":
                 if self.ruleset is not None:  # the nonce lives in this process: no /proc/self/mem
                     self.confine.restrict(self.ruleset)

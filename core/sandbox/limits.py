@@ -16,7 +16,9 @@ class SandboxLimits:
     where the host lets us create a memory cgroup, also bounds the resident memory of the whole run.
     ``max_processes`` counts processes and threads: a cgroup ``pids.max`` where available, else
     RLIMIT_NPROC, which the kernel ignores for root (the PID namespace or subreaper still kills
-    everything at the end). ``disk_mb`` is the size of the bwrap sandbox's private ``/tmp``
+    everything at the end). ``cpus`` is the CPU time per wall-clock second the run may use, a cgroup
+    ``cpu.max`` quota where the host lets us create a cpu cgroup, so one run that spawns busy
+    threads cannot slow its neighbours past their deadlines. ``disk_mb`` is the size of the bwrap sandbox's private ``/tmp``
     tmpfs, which holds the working directory; like ``network`` it is fixed when a worker
     starts, so a run that asks for other values gets a restarted worker.
     """
@@ -26,6 +28,7 @@ class SandboxLimits:
     file_size_mb: int = 64  # RLIMIT_FSIZE
     max_output_bytes: int = 1_000_000  # per stream; a run that prints more is stopped ("output_limit")
     max_processes: int = 256  # best effort, see the class docstring
+    cpus: float = 1.0  # CPU quota (cgroup cpu.max), where a cpu cgroup can be made
     network: bool = False
     disk_mb: int = 512  # bwrap only: size of the private /tmp (work directory included)
 
@@ -36,6 +39,7 @@ class SandboxLimits:
             "file_size_mb",
             "max_output_bytes",
             "max_processes",
+            "cpus",
             "disk_mb",
         ):
             if getattr(self, name) <= 0:

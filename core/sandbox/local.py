@@ -60,6 +60,7 @@ class LocalLauncher:
             "unshare_net": not profile.network,
             "unshare_ipc": True,
             "coverage": profile.coverage,
+            "network": profile.network,
             "read": readable_paths(self.python),
             "write": [root, "/dev/shm", *DEVICES],
         }

@@ -14,6 +14,7 @@ from core.sandbox.limits import SandboxLimits
 from core.sandbox.local import LocalLauncher, can_unshare_network
 from core.sandbox.pool import WorkerPool
 from core.sandbox.result import ExecutionResult
+from core.sandbox.seccomp import supported as seccomp_supported
 from core.sandbox.worker import Launcher, Profile, Worker
 
 BACKENDS = ("auto", "bwrap", "local")
@@ -164,6 +165,7 @@ class ForkServerSandbox:
         memory = "RLIMIT_AS per process"
         if "memory" in self._cgroups:
             memory += " + memory cgroup per worker"
+        cpu = f"cgroup cpu quota of {self.limits.cpus:g} CPU per worker" if "cpu" in self._cgroups else "none"
         if self.limits.network:
             network = "allowed (limits.network)"
         elif bwrap or can_unshare_network():
@@ -183,10 +185,18 @@ class ForkServerSandbox:
             )
         abi = landlock_abi()
         confinement = f"Landlock ABI {abi}: Python runs open only system, interpreter and scratch folders"
+        syscalls = (
+            "seccomp: no keyrings, no io_uring; sockets AF_UNIX, and AF_INET/AF_INET6 inside a private "
+            "network namespace" + (" (+ netlink: limits.network)" if self.limits.network else "")
+            if seccomp_supported(os.uname().machine)
+            else "none (no seccomp filter for this machine's architecture)"
+        )
         return {
             "processes": processes,
             "memory": memory,
+            "cpu": cpu,
             "network": network,
+            "syscalls": syscalls,
             "cleanup": cleanup,
             "filesystem": files,
             "confinement": confinement

@@ -137,7 +137,8 @@ class Worker:
             disk = 2 * profile.disk_mb if self._launcher.backend == "bwrap" else 0
             memory_mb = limits.memory_mb + disk + SERVER_MEMORY_MB
             try:
-                self._cgroup.set_limits(limits.max_processes + 2, memory_mb << 20)  # + bwrap and the server
+                # + bwrap and the server
+                self._cgroup.set_limits(limits.max_processes + 2, memory_mb << 20, limits.cpus)
             except OSError as exc:
                 return ExecutionResult.error(f"could not set the worker's cgroup limits: {exc}")
         oom_before = self._cgroup.oom_kills() if self._cgroup else 0

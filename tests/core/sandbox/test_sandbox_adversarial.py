@@ -716,3 +716,143 @@ def test_forged_coverage_is_refused(sandbox):
     )
     with pytest.raises(CoverageError):
         coverage_of(program, "assert True\n", sandbox, LIMITS)
+
+
+# ----------------------------------------------------------------------- seccomp: keyrings, sockets, ABIs
+KEY_SPEC_SESSION_KEYRING = -3
+
+
+def _host_key(description: bytes, payload: bytes) -> int | None:
+    """A key in this (host) process's session keyring, or None where keyrings cannot be used."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    key = libc.syscall(248, b"user", description, payload, len(payload), KEY_SPEC_SESSION_KEYRING)
+    return key if key >= 0 else None
+
+
+def _host_find(description: bytes) -> bool:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for keyring in (KEY_SPEC_SESSION_KEYRING, -4, -5):  # session, user, user-session
+        if libc.syscall(250, 10, keyring, b"user", description, 0) >= 0:  # KEYCTL_SEARCH
+            return True
+    return False
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="syscall numbers of x86-64")
+def test_kernel_keyrings_are_out_of_reach(sandbox, marker):
+    secret = f"host-secret-{marker}".encode()
+    host_key = _host_key(f"efx-host-{marker}".encode(), secret)
+    program = (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "buf = ctypes.create_string_buffer(256)\n"
+        "for keyring in (-3, -4, -5):\n"  # read the host's key through any keyring
+        f"    key = libc.syscall(250, 10, keyring, b'user', b'efx-host-{marker}', 0)\n"
+        "    if key >= 0:\n"
+        "        libc.syscall(250, 11, key, buf, 256)\n"  # KEYCTL_READ
+        "        print('READ', buf.value)\n"
+        "    planted = libc.syscall(248, b'user', b'efx-planted', b'x', 1, keyring)\n"
+        "    print('plant', keyring, planted, ctypes.get_errno())\n"
+        "print('persistent', libc.syscall(250, 22, -1, -3))\n"  # KEYCTL_GET_PERSISTENT
+    )
+    try:
+        result = sandbox.run(named(marker, program), "", limits=LIMITS)
+        assert "READ" not in result.stdout and secret.decode() not in result.stdout, result.stdout
+        for keyring in (-3, -4, -5):
+            assert f"plant {keyring} -1 1" in result.stdout, result.stdout  # EPERM
+        assert "persistent -1" in result.stdout, result.stdout
+        assert not _host_find(b"efx-planted"), "a key planted in the sandbox is on the host"
+    finally:
+        if host_key is not None:
+            import ctypes
+
+            ctypes.CDLL(None).syscall(250, 3, host_key)  # KEYCTL_REVOKE
+    check_aftermath(sandbox, marker)
+
+
+# (family, socket type) by number: not every Python build names them all (AF_BLUETOOTH). The
+# internet families stay open inside a run's own network namespace (only its loopback is there).
+FAMILIES = {"vsock": (40, 1), "packet": (17, 3), "netlink": (16, 3), "bluetooth": (31, 1), "alg": (38, 5)}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_socket_families_other_than_unix_and_inet_are_refused(sandbox, marker, family):
+    number, kind = FAMILIES[family]
+    program = f"import socket\ns = socket.socket({number}, {kind})\nprint('OPENED')\n"
+    result = run_hostile(sandbox, marker, program)
+    assert not result.passed and "OPENED" not in result.stdout, result
+    assert "PermissionError" in result.stderr, result.stderr[-500:]
+    check_aftermath(sandbox, marker)
+
+
+def test_vsock_bind_does_not_reach_the_host(sandbox, marker):
+    program = (
+        "import socket\n"
+        "a, b = socket.socketpair(socket.AF_UNIX)\n"  # the family runs still have: no error here
+        "s = socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)\n"
+        "s.bind((socket.VMADDR_CID_ANY, 48211))\n"
+        "s.listen()\n"
+        "print('LISTENING')\n"
+    )
+    result = run_hostile(sandbox, marker, program)
+    assert "LISTENING" not in result.stdout and not result.passed, result
+    check_aftermath(sandbox, marker)
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="i386 and x32 calls exist on x86-64 only")
+@pytest.mark.parametrize("route", ["int80", "x32"])
+def test_a_foreign_syscall_abi_ends_the_run(sandbox, marker, route):
+    """i386 (`int 0x80`) and x32 numbers would slip past a filter written for x86-64 numbers."""
+    if route == "int80":  # mov eax, 288 (i386 keyctl); mov ebx, 0; mov ecx, -3; int 0x80; ret
+        program = (
+            "import ctypes, mmap\n"
+            "code = bytes.fromhex('b820010000bb00000000b9fdffffffcd80c3')\n"
+            "m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)\n"
+            "m.write(code)\n"
+            "address = ctypes.addressof(ctypes.c_char.from_buffer(m))\n"
+            "print('RESULT', ctypes.CFUNCTYPE(ctypes.c_int)(address)())\n"
+        )
+    else:
+        program = "import ctypes\nprint('RESULT', ctypes.CDLL(None).syscall(0x40000000 | 250, 0, -3, 0))\n"
+    result = run_hostile(sandbox, marker, program)
+    assert not result.passed and "RESULT" not in result.stdout, result
+    check_aftermath(sandbox, marker)
+
+
+def test_io_uring_is_refused(sandbox, marker):
+    program = (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "params = ctypes.create_string_buffer(120)\n"
+        "fd = libc.syscall(425, 8, params)\n"
+        "assert fd >= 0, ctypes.get_errno()\n"
+    )
+    result = run_hostile(sandbox, marker, program)
+    assert not result.passed and "AssertionError: 1" in result.stderr, result
+    check_aftermath(sandbox, marker)
+
+
+def test_a_busy_run_gets_its_cpu_quota_only(sandbox):
+    if not sandbox.guards()["cpu"].startswith("cgroup"):
+        pytest.skip("no cpu cgroup can be made here")
+    program = (
+        "import os, time\n"
+        "pids = []\n"
+        "for _ in range(2):\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        end = time.monotonic() + 1.5\n"
+        "        while time.monotonic() < end:\n"
+        "            pass\n"
+        "        os._exit(0)\n"
+        "    pids.append(pid)\n"
+        "for pid in pids:\n"
+        "    os.waitpid(pid, 0)\n"
+        "used = os.times().children_user + os.times().children_system\n"
+    )
+    result = sandbox.run(program, "print(round(used, 2))\n", limits=SandboxLimits(timeout_s=20, cpus=0.5))
+    assert result.passed, result
+    assert float(result.stdout.split()[-1]) < 1.2, result.stdout  # two busy processes, unlimited: ~3 s
