@@ -68,8 +68,12 @@ class NovelApiPayload:
     retrieved: str  # the bundle the knowledge came from
 
 
+# The file name the spy compiles a completion under: pass it as the sandbox's `candidate_file`.
+CANDIDATE_FILE = "<candidate>"
+
+
 def program(code: str, paths: list[str], tests: str, token: str) -> str:
-    """The text the sandbox runs for a completion `code` of a task."""
+    """The text the sandbox runs for a completion `code` of a task (with `candidate_file=CANDIDATE_FILE`)."""
     return f"{SPY_SOURCE}\n\nnovelapi_main({list(paths)!r}, {code!r}, {tests!r}, {token!r})\n"
 
 

@@ -48,8 +48,8 @@ import socket
 import struct
 import sys
 import time
-import traceback
 import types
+from _thread import get_ident as threading_ident
 from typing import NoReturn
 
 _HEADER = struct.Struct(">I")
@@ -219,8 +219,9 @@ class Server:
     def execute(self, job: dict) -> dict:
         limits = job["limits"]
         stdin_fd = self._stdin(job.get("stdin"))
-        if job["kind"] == "python":
-            _write_file(os.path.join(self.work_dir, "main.py"), job["program"] + "\n" + job["tests"])
+        if job["kind"] == "python":  # the tests stay off the disk, except where coverage reads them
+            text = job["program"] + "\n" + job["tests"] if job.get("coverage") else job["program"]
+            _write_file(os.path.join(self.work_dir, "main.py"), text)
         else:
             for name, text in job["files"].items():
                 _write_file(_inside(self.work_dir, name), text)
@@ -413,40 +414,76 @@ class Server:
                 if self.ruleset is not None:  # the nonce lives in this process: no /proc/self/mem
                     self.confine.restrict(self.ruleset)
                     os.close(self.ruleset)
-                source = job["program"] + "\n" + job["tests"]
                 main_path = os.path.join(self.work_dir, "main.py")
                 collector = self.coverage if job.get("coverage") else None
-                _run_python(source, main_path, collector, key_fd, report_fd, data_fd)
+                _run_python(job, main_path, collector, key_fd, report_fd, data_fd)
             _exec_command(job["argv"])
         except BaseException as exc:  # the harness failed in the child: never return to the server loop
             os.write(2, f"sandbox harness: {exc!r}\n".encode())
         os._exit(70)
 
 
-def _run_python(
-    source: str, main_path: str, collector, key_fd: int, report_fd: int, data_fd: int
-) -> NoReturn:
-    """Run main.py's text (program + tests) as ``__main__``; report the nonce only if it ran to the end.
+def _run_python(job: dict, main_path: str, collector, key_fd: int, report_fd: int, data_fd: int) -> NoReturn:
+    """Run the job's program as ``__main__``, then its tests in the same namespace; report the nonce
+    only if both ran to the end.
 
-    The text is compiled as str, so a source-encoding declaration is a comment. The nonce is
-    read and its pipe closed before the program starts; from then on it lives only in the
-    arguments of a ``functools.partial`` that C code calls right after ``exec`` returns.
+    The texts are compiled as str, so a source-encoding declaration is a comment. The tests are
+    compiled apart, under the file name ``<tests>`` that is on no disk, and their text is popped
+    from the job inside the very expression that compiles it: no frame's locals hold it or its
+    code, which the audit hook guards (``_install_guard``), so a wrong program cannot read the
+    expected values. The nonce is read and its pipe closed before the program starts; from then
+    on it, like the tests' code, lives only in the arguments of ``functools.partial`` objects
+    that C code calls one after the other.
     """
     exit_ = os._exit  # bound now: the program may replace os._exit
-    module = types.ModuleType("__main__")
-    module.__dict__.update(__file__=main_path, __builtins__=builtins, __cached__=None)
-    sys.modules["__main__"] = module
-    sys.argv = [main_path]
-    sys.path.insert(0, os.path.dirname(main_path))
+    module = _main_module(main_path)
+    if collector is not None:
+        _run_measured(job, main_path, module, collector, key_fd, report_fd, data_fd)
     try:
-        code = compile(source, main_path, "exec", dont_inherit=True, optimize=0)
+        program = compile(job.pop("program"), main_path, "exec", dont_inherit=True, optimize=0)
     except BaseException as exc:
         exit_(_fail(exc, report_fd))
     # Forks of the program do not speak for the run (closerange cannot raise).
     os.register_at_fork(after_in_child=functools.partial(os.closerange, report_fd, report_fd + 1))
-    if collector is not None:
-        collector.start()
-    _install_guard(DENIED_EVENTS if collector is None else DENIED_EVENTS - _TRACING_EVENTS, PRIVATE_PROC)
+    _install_guard(DENIED_EVENTS, PRIVATE_PROC, main_path, job.get("candidate_file") or main_path)
+    try:
+        collections.deque(
+            map(
+                operator.call,
+                (
+                    functools.partial(exec, program, module.__dict__),
+                    functools.partial(
+                        exec,
+                        compile(job.pop("tests"), TESTS_FILE, "exec", dont_inherit=True, optimize=0),
+                        module.__dict__,
+                    ),
+                    functools.partial(os.write, report_fd, _take_nonce(key_fd)),
+                ),
+            ),
+            0,
+        )
+    except BaseException as exc:  # everything the program raises, SystemExit included, is a failure
+        exit_(_fail(exc, report_fd))
+    _flush_stdio()
+    exit_(0)  # skips atexit hooks and waiting for non-daemon threads: the verdict is already final
+
+
+def _run_measured(
+    job: dict, main_path: str, module: types.ModuleType, collector, key_fd: int, report_fd: int, data_fd: int
+) -> NoReturn:
+    """A coverage run: program and tests as one file (main.py), as CanItEdit measures them. Its
+    sample was judged by a verdict run before; this run's pass only decides whether coverage counts."""
+    exit_ = os._exit
+    source = job.pop("program") + "\n" + job.pop("tests")
+    try:
+        code = compile(source, main_path, "exec", dont_inherit=True, optimize=0)
+    except BaseException as exc:
+        exit_(_fail(exc, report_fd))
+    os.register_at_fork(after_in_child=functools.partial(os.closerange, report_fd, report_fd + 1))
+    collector.start()
+    _install_guard(
+        DENIED_EVENTS - _TRACING_EVENTS, PRIVATE_PROC, main_path, job.get("candidate_file") or main_path
+    )
     try:
         collections.deque(
             map(
@@ -458,14 +495,32 @@ def _run_python(
             ),
             0,
         )
-    except BaseException as exc:  # everything the program raises, SystemExit included, is a failure
+    except BaseException as exc:
         exit_(_fail(exc, report_fd))
-    if collector is not None:
-        _send_coverage(collector, source, main_path, data_fd)
+    _send_coverage(collector, source, main_path, data_fd)
     _flush_stdio()
-    exit_(0)  # skips atexit hooks and waiting for non-daemon threads: the verdict is already final
+    exit_(0)
 
 
+def _main_module(main_path: str) -> types.ModuleType:
+    module = types.ModuleType("__main__")
+    module.__dict__.update(__file__=main_path, __builtins__=builtins, __cached__=None)
+    sys.modules["__main__"] = module
+    sys.argv = [main_path]
+    sys.path.insert(0, os.path.dirname(main_path))
+    return module
+
+
+# The tests' file name: on no disk, and guarded by the audit hook.
+TESTS_FILE = "<tests>"
+# Attributes that hand out code or frames (the object.__getattr__ audit event), and those of them
+# that give a frame.
+_FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+_CODE_ATTRS = _FRAME_ATTRS | {"f_code", "__code__", "gi_code", "cr_code", "ag_code"}
+_CALLER_EVENTS = frozenset({"sys._getframe", "marshal.loads", "compile"})
+HARNESS_FILE = __file__
+_CODE_EVENTS = frozenset({"code.__new__", "cpython.PyInterpreterState_New"})
+_IMPORTLIB_LOADER = "<frozen importlib._bootstrap_external>"
 # Coverage runs trace (their verdict only decides whether the coverage counts).
 _TRACING_EVENTS = frozenset({"sys.settrace", "sys.setprofile", "sys.monitoring.register_callback"})
 
@@ -476,17 +531,37 @@ def _take_nonce(key_fd: int) -> bytes:
     return nonce
 
 
-def _install_guard(denied: frozenset[str], private_proc: re.Pattern) -> None:
-    """Add the audit hook that refuses ``denied`` events and opening private /proc entries.
+def _install_guard(
+    denied: frozenset[str], private_proc: re.Pattern, main_path: str, candidate_file: str
+) -> None:
+    """Add the audit hook that refuses ``denied`` events, opening private /proc entries, and the
+    routes to code and frames that would show the tests or forge code:
+
+    - reading the code of the tests (``f_code``, ``__code__``, ``gi_code``...) or a frame of theirs
+      (``tb_frame``, ``gi_frame``...), from any untrusted caller: ``dis`` or ``inspect`` called by
+      the program reach them too. Trusted are the harness and, when the program is a wrapper
+      that compiles the candidate under ``candidate_file``, main.py itself;
+    - compiling code under a trusted or guarded file name (main.py, ``<tests>``, the harness,
+      importlib's loader) from an untrusted caller, so no code can pose as trusted;
+    - ``sys._getframe`` and reads of frame and code attributes made by the candidate's own code;
+    - new code objects (``code.__new__``, ``code.replace``), assigning ``__code__``, and
+      ``marshal.loads`` outside importlib's loading of cached bytecode.
 
     Everything it uses is bound here, in its closure: a program that reaches the harness's
     globals through a frame cannot change what the hook does, and no hook can be removed.
     """
-    fspath, realpath = os.fspath, os.path.realpath
-    str_, bytes_, int_, isinstance_, error = str, bytes, int, isinstance, PermissionError
+    fspath, realpath, getframe, get_ident = os.fspath, os.path.realpath, sys._getframe, threading_ident
+    str_, bytes_, int_, isinstance_, getattr_, error = str, bytes, int, isinstance, getattr, PermissionError
+    trusted = frozenset({HARNESS_FILE} | ({main_path} if candidate_file != main_path else set()))
+    reserved = frozenset({HARNESS_FILE, main_path, TESTS_FILE, _IMPORTLIB_LOADER})
+    busy: set[int] = set()  # threads inside the hook, whose own lookups raise events too
+
+    def code_of(obj, name):
+        target = getattr_(obj, name, None)
+        return getattr_(target, "f_code", None) if name in _FRAME_ATTRS else target
 
     def guard(event: str, args: tuple) -> None:
-        if event in denied:
+        if event in denied or event in _CODE_EVENTS:
             raise error(f"{event} is not allowed in the sandbox")
         if event == "open" and args and args[0] is not None and not isinstance_(args[0], int_):
             path = fspath(args[0])
@@ -495,6 +570,33 @@ def _install_guard(denied: frozenset[str], private_proc: re.Pattern) -> None:
             # realpath: a symlink in the work folder must not lead there either
             if isinstance_(path, str_) and private_proc.match(realpath(path)):
                 raise error(f"opening {path!r} is not allowed in the sandbox")
+            return
+        watched = event == "object.__getattr__" and args[1] in _CODE_ATTRS
+        if not (watched or event in _CALLER_EVENTS or event == "object.__setattr__"):
+            return
+        thread = get_ident()
+        if thread in busy:
+            return
+        busy.add(thread)
+        try:
+            caller = getframe(1).f_code.co_filename
+            if caller in trusted:
+                return
+            if event == "compile":
+                if args[1] in reserved:
+                    raise error(f"compiling code as {args[1]!r} is not allowed in the sandbox")
+            elif event == "object.__setattr__":
+                if args[1] == "__code__":
+                    raise error("assigning __code__ is not allowed in the sandbox")
+            elif event == "marshal.loads":
+                if caller != _IMPORTLIB_LOADER:
+                    raise error("marshal.loads is not allowed in the sandbox")
+            elif caller == candidate_file:
+                raise error(f"{args[1] if watched else event} is not allowed in the sandbox")
+            elif watched and getattr_(code_of(args[0], args[1]), "co_filename", None) == TESTS_FILE:
+                raise error("the tests' code is out of the program's reach")
+        finally:
+            busy.discard(thread)
 
     sys.addaudithook(guard)
 
@@ -538,7 +640,8 @@ def _send_coverage(collector, source: str, main_path: str, data_fd: int) -> None
     from coverage.parser import PythonParser
 
     collector.stop()
-    parser = PythonParser(text=source, filename=main_path, exclude=collector.editforge_exclude)
+    # parsed under another name: main.py is reserved to trusted code (see _install_guard)
+    parser = PythonParser(text=source, filename="<measured>", exclude=collector.editforge_exclude)
     parser.parse_source()
     statements = parser.statements
     executed = parser.translate_lines(_executed_lines(collector, main_path)) & statements
@@ -581,8 +684,11 @@ def _fail(exc: BaseException, report_fd: int) -> int:
             message = "<unprintable>"
         report(f"{type(exc).__name__}:{message}".encode(errors="replace"))
         code = 1
-        with contextlib.suppress(BaseException):  # tb_next skips the harness's own frame
-            traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next)
+        # tb_next skips the harness's own frame; the interpreter's C printer reads no frame
+        # attribute through Python, so the guarded tests' frames print too
+        with contextlib.suppress(BaseException):
+            shown = exc.with_traceback(exc.__traceback__.tb_next)  # the printer reads the exception's own
+            sys.__excepthook__(type(shown), shown, shown.__traceback__)
     _flush_stdio()
     return code & 0xFF
 

@@ -34,6 +34,7 @@ class Sandbox(Protocol):
         stdin: str | None = None,
         limits: SandboxLimits | None = None,
         coverage: bool = False,
+        candidate_file: str | None = None,
     ) -> ExecutionResult: ...
 
     def run_many(
@@ -43,6 +44,7 @@ class Sandbox(Protocol):
         workers: int | None = None,
         limits: SandboxLimits | None = None,
         coverage: bool = False,
+        candidate_file: str | None = None,
     ) -> list[ExecutionResult]: ...
 
     def run_command(
@@ -106,13 +108,18 @@ class ForkServerSandbox:
         stdin: str | None = None,
         limits: SandboxLimits | None = None,
         coverage: bool = False,
+        candidate_file: str | None = None,
     ) -> ExecutionResult:
-        """Run ``program`` followed by ``tests`` in one interpreter; see the class docstring."""
+        """Run ``program`` followed by ``tests`` in one interpreter; see the class docstring.
+
+        ``candidate_file``: the file name under which the untrusted code is compiled, when the
+        program is a trusted wrapper that compiles the candidate itself (None: the program is the
+        candidate); the audit hook refuses frame and code access to that code."""
         if language != "python":
             raise ValueError(
                 f"run() executes python; for {language!r} build a command line and use run_command()"
             )
-        job = _python_job(program, tests, stdin, coverage)
+        job = _python_job(program, tests, stdin, coverage, candidate_file)
         return self._pool.submit(job, limits or self.limits).result()
 
     def run_many(
@@ -122,10 +129,11 @@ class ForkServerSandbox:
         workers: int | None = None,
         limits: SandboxLimits | None = None,
         coverage: bool = False,
+        candidate_file: str | None = None,
     ) -> list[ExecutionResult]:
         """Run (program, tests) pairs in parallel, at most ``workers`` at a time; results in job order."""
         concurrency = workers or self._pool.size
-        messages = [_python_job(program, tests, None, coverage) for program, tests in jobs]
+        messages = [_python_job(program, tests, None, coverage, candidate_file) for program, tests in jobs]
         return self._pool.map(messages, limits or self.limits, concurrency)
 
     def run_command(
@@ -233,5 +241,14 @@ def make_sandbox(
     return ForkServerSandbox(launcher, limits, workers)
 
 
-def _python_job(program: str, tests: str, stdin: str | None, coverage: bool) -> dict:
-    return {"kind": "python", "program": program, "tests": tests, "stdin": stdin, "coverage": coverage}
+def _python_job(
+    program: str, tests: str, stdin: str | None, coverage: bool, candidate_file: str | None = None
+) -> dict:
+    return {
+        "kind": "python",
+        "program": program,
+        "tests": tests,
+        "stdin": stdin,
+        "coverage": coverage,
+        "candidate_file": candidate_file,
+    }

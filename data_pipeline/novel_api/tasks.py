@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from core.benchmarks.novelapi import program, read_spy
+from core.benchmarks.novelapi import CANDIDATE_FILE, program, read_spy
 from core.sandbox import Sandbox
 
 TODO = "# TODO: complete this step"
@@ -256,7 +256,9 @@ class TaskBuilder:
             for d, t in zip(drafts_, tokens, strict=True)
         ]
         tasks = []
-        for draft, token, result in zip(drafts_, tokens, self.sandbox.run_many(capture), strict=True):
+        for draft, token, result in zip(
+            drafts_, tokens, self.sandbox.run_many(capture, candidate_file=CANDIDATE_FILE), strict=True
+        ):
             lines = dict(re.findall(r"^(@@out2?) (.*)$", result.stdout, re.MULTILINE))
             if not result.passed or "@@out" not in lines:
                 self.dropped["reference_fails"] += 1
@@ -293,7 +295,9 @@ class TaskBuilder:
             for t, k in zip(tasks, tokens, strict=True)
         ]
         kept = []
-        for task, result in zip(tasks, self.sandbox.run_many(jobs) if jobs else [], strict=True):
+        for task, result in zip(
+            tasks, self.sandbox.run_many(jobs, candidate_file=CANDIDATE_FILE) if jobs else [], strict=True
+        ):
             if result.passed:
                 kept.append({**task, "c1": True})
             else:

@@ -13,7 +13,7 @@ import secrets
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from core.benchmarks.novelapi import instruction, program
+from core.benchmarks.novelapi import CANDIDATE_FILE, instruction, program
 from core.formats import get_format
 from core.knowledge import PARTS, render_knowledge
 from core.openai_client import OpenAIClient
@@ -29,7 +29,7 @@ def _passes(sandbox: Sandbox, task: dict, completions: list[str]) -> list[bool]:
         (program(chat.extract(text), task["paths"], task["tests"], secrets.token_hex(8)), "")
         for text in completions
     ]
-    return [r.passed for r in sandbox.run_many(jobs)] if jobs else []
+    return [r.passed for r in sandbox.run_many(jobs, candidate_file=CANDIDATE_FILE)] if jobs else []
 
 
 def _ask(client: OpenAIClient, model: str, task: dict, knowledge: str, n: int) -> list[str]:

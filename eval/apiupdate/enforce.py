@@ -27,6 +27,7 @@ from core.signatures import Signature
 from eval.apiupdate.apis import api_calls, references
 
 RUNTIME_SOURCE = (Path(__file__).resolve().parent / "runtime.py").read_text()
+CANDIDATE_FILE = "<candidate>"  # the runtime compiles the sample under this name
 # The outcome taxonomy, in the study's groups; `classify` assigns exactly one per sample.
 OUTCOMES = {
     "adoption": "passed, and called the new API",
@@ -310,7 +311,7 @@ def run_enforced(
     programs = [
         (program(jobs[i].code, jobs[i].modification, jobs[i].tests, token), "") for i, token in runnable
     ]
-    results = sandbox.run_many(programs, limits=limits) if programs else []
+    results = sandbox.run_many(programs, limits=limits, candidate_file=CANDIDATE_FILE) if programs else []
     for (i, token), result in zip(runnable, results, strict=True):
         report = read_report(result.stdout, token)
         outcome, passed = classify(result, report)

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.benchmarks.novelapi import NovelApiOptions, NovelApiPayload, program, read_spy
+from core.benchmarks.novelapi import CANDIDATE_FILE, NovelApiOptions, NovelApiPayload, program, read_spy
 from core.problems import Problem
 from eval.benchmarks.base import BenchmarkKind, ExecContext, Job, ScoreContext, Scored
 from eval.execute import precheck
@@ -48,7 +48,9 @@ class NovelApi(BenchmarkKind):
             for j, token, e in zip(jobs, tokens, early, strict=True)
             if e is None
         ]
-        results = iter(ctx.sandbox.run_many(runs, limits=ctx.limits) if runs else [])
+        results = iter(
+            ctx.sandbox.run_many(runs, limits=ctx.limits, candidate_file=CANDIDATE_FILE) if runs else []
+        )
         return [
             _record(j.problem, j.code, token, e, None if e else next(results))
             for j, token, e in zip(jobs, tokens, early, strict=True)

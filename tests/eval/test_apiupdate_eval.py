@@ -13,7 +13,7 @@ from test_eval_run import run_eval
 from core.sandbox import make_sandbox
 from eval.apiupdate.builder import BuildOptions, build, write
 from eval.apiupdate.catalogue import modifications
-from eval.apiupdate.enforce import EnforcedJob, classify, program, read_report, run_enforced
+from eval.apiupdate.enforce import CANDIDATE_FILE, EnforcedJob, classify, program, read_report, run_enforced
 from eval.apiupdate.metrics import shapley_split
 
 SOURCE = [
@@ -96,7 +96,7 @@ def test_shapley_split_reproduces_the_study():
 
 # ------------------------------------------------------------------------- the runtime alone
 def _run(sandbox, code, mod, tests):
-    result = sandbox.run(program(code, mod, tests, "tok"), "")
+    result = sandbox.run(program(code, mod, tests, "tok"), "", candidate_file=CANDIDATE_FILE)
     report = read_report(result.stdout, "tok")
     return classify(result, report), report
 

@@ -570,20 +570,35 @@ def test_secrets_and_project_folders_are_unreadable(sandbox, marker):
 
 
 def test_ordinary_programs_are_not_hindered(sandbox):
-    """What the audit hook must let through: logging, inspect, namedtuple, typing, threads, frames."""
+    """What the audit hook must let through: logging, inspect, tracebacks, namedtuple, typing, threads,
+    dataclasses and the modules most programs import."""
     program = (
-        "import collections, inspect, logging, sys, threading, typing\n"
+        "import collections, dataclasses, functools, heapq, inspect, itertools, logging, math, re\n"
+        "import threading, traceback, typing\n"
         "logging.basicConfig(level=logging.INFO)\n"
         "logging.getLogger('x').info('hello')\n"
         "Point = collections.namedtuple('Point', 'x y')\n"
         "T = typing.TypeVar('T')\n"
+        "@dataclasses.dataclass(frozen=True)\n"
+        "class Box:\n"
+        "    size: int = 1\n"
+        "@functools.lru_cache\n"
         "def f(a, b=2):\n"
-        "    return sys._getframe().f_code.co_name, inspect.signature(f)\n"
+        "    return 'f', inspect.signature(f.__wrapped__)\n"
+        "try:\n"
+        "    1 / 0\n"
+        "except ZeroDivisionError:\n"
+        "    shown = traceback.format_exc()\n"
         "out = []\n"
         "t = threading.Thread(target=lambda: out.append(Point(1, 2)))\n"
         "t.start(); t.join()\n"
+        "heap = list(itertools.islice(itertools.count(), 5)); heapq.heapify(heap)\n"
+        "assert re.fullmatch(r'\\d+', '42') and math.isclose(0.1 + 0.2, 0.3) and Box().size == 1\n"
     )
-    tests = "assert f(1)[0] == 'f' and str(f(1)[1]) == '(a, b=2)'\nassert out == [Point(1, 2)]\n"
+    tests = (
+        "assert f(1)[0] == 'f' and str(f(1)[1]) == '(a, b=2)'\nassert out == [Point(1, 2)]\n"
+        "assert 'ZeroDivisionError' in shown\n"
+    )
     result = sandbox.run(program, tests)
     assert result.passed, result
     measured = sandbox.run(program, tests, coverage=True)
@@ -856,3 +871,114 @@ def test_a_busy_run_gets_its_cpu_quota_only(sandbox):
     result = sandbox.run(program, "print(round(used, 2))\n", limits=SandboxLimits(timeout_s=20, cpus=0.5))
     assert result.passed, result
     assert float(result.stdout.split()[-1]) < 1.2, result.stdout  # two busy processes, unlimited: ~3 s
+
+
+# ----------------------------------------------------------------------- test oracles
+# The tests expect a value no correct program returns: a program passes only by reading it.
+ORACLE_TESTS = "def check(candidate):\n    assert candidate(2, 3) == 7340912\n\ncheck(add)\n"
+ORACLE_ROUTES = {
+    "main.py": "return int(re.findall(r'== (\\d+)', open(__file__).read())[0])",
+    "work folder": (
+        "texts = [open(os.path.join(os.getcwd(), n)).read() for n in os.listdir('.') if os.path.isfile(n)]\n"
+        "    return int(re.findall(r'== (\\d+)', ''.join(texts))[0])"
+    ),
+    "caller's code": "return next(c for c in sys._getframe(1).f_code.co_consts if isinstance(c, int) and c > 9)",
+    "caller's code via inspect": (
+        "return next(c for c in inspect.currentframe().f_back.f_code.co_consts if isinstance(c, int) and c > 9)"
+    ),
+    "caller's bytecode via dis": (
+        "text = dis.Bytecode(inspect.currentframe().f_back).dis()\n"
+        "    return int(re.findall(r'\\((\\d{5,})\\)', text)[0])"
+    ),
+    "test function's __code__": (
+        "return next(c for c in globals()['check'].__code__.co_consts if isinstance(c, int) and c > 9)"
+    ),
+    "traceback frame": (
+        "try:\n        raise ValueError\n    except ValueError as exc:\n"
+        "        frame = exc.__traceback__.tb_frame.f_back\n"
+        "    return next(c for c in frame.f_code.co_consts if isinstance(c, int) and c > 9)"
+    ),
+    "stack summary": (
+        "lines = [f.line or '' for f in traceback.extract_stack()]\n"
+        "    return int(re.findall(r'== (\\d+)', ''.join(lines))[0])"
+    ),
+    "harness locals": (
+        "frame, texts = inspect.currentframe(), []\n"
+        "    while frame is not None:\n"
+        "        texts += [repr(v) for v in frame.f_locals.values()]\n"
+        "        frame = frame.f_back\n"
+        "    return int(re.findall(r'== (\\d+)', ''.join(texts))[0])"
+    ),
+    "module code": (
+        "frame = inspect.currentframe()\n"
+        "    while frame.f_back is not None:\n"
+        "        frame = frame.f_back\n"
+        "    return next(c for c in frame.f_code.co_consts if isinstance(c, int) and c > 9)"
+    ),
+}
+
+
+@pytest.mark.parametrize("route", sorted(ORACLE_ROUTES))
+def test_a_program_cannot_read_its_tests(sandbox, marker, route):
+    program = (
+        "import dis, inspect, os, re, sys, traceback\n"
+        "def add(a, b):\n"
+        "    try:\n"
+        "        " + ORACLE_ROUTES[route].replace("\n", "\n    ") + "\n"
+        "    except Exception as exc:\n"
+        "        print('refused:', type(exc).__name__, exc)\n"
+        "        return a + b\n"
+    )
+    result = run_hostile(sandbox, marker, program, tests=ORACLE_TESTS)
+    assert "7340912" not in result.stdout, result
+    check_aftermath(sandbox, marker)
+
+
+def test_the_tests_still_report_where_they_failed(sandbox):
+    result = sandbox.run("def add(a, b):\n    return a + b\n", ORACLE_TESTS)
+    assert result.status == "failed" and 'File "<tests>", line 2, in check' in result.stderr, result
+
+
+@pytest.mark.parametrize(
+    "route",
+    [
+        "code = (lambda: 0).__code__.replace(co_consts=(None, 1))",
+        "import marshal; marshal.loads(marshal.dumps((lambda: 0).__code__))",
+        "def f(): pass\nf.__code__ = (lambda: 1).__code__",
+        "import types\n"
+        "types.CodeType(0, 0, 0, 0, 1, 0, bytes.fromhex('970064005300'), (None,), (), (), 'x', 'x', 'x', 1, b'', "
+        "b'', (), ())",
+    ],
+)
+def test_crafted_code_is_refused(sandbox, marker, route):
+    result = run_hostile(sandbox, marker, route + "\nprint('MADE')\n")
+    assert "MADE" not in result.stdout and "PermissionError" in result.stderr, result
+    check_aftermath(sandbox, marker)
+
+
+@pytest.mark.parametrize("name", ["<tests>", "main.py", "harness"])
+def test_code_cannot_pose_as_trusted(sandbox, marker, name):
+    """Code compiled under a trusted name would pass the guard's caller checks: refused."""
+    from core.sandbox.worker import HARNESS
+
+    program = (
+        f"name = {{'main.py': __file__, 'harness': {str(HARNESS)!r}}}.get({name!r}, {name!r})\n"
+        "exec(compile('import sys; sys._getframe(1)', name, 'exec'))\n"
+        "print('POSED')\n"
+    )
+    result = run_hostile(sandbox, marker, program)
+    assert "POSED" not in result.stdout and "compiling code as" in result.stderr, result
+
+
+def test_a_wrapper_reads_frames_its_candidate_may_not(sandbox):
+    wrapper = (
+        "import sys\n"
+        "def spy():\n"
+        "    return sys._getframe(1).f_code.co_filename\n"  # the wrapper's own look at its caller
+        "candidate = 'import sys\\nseen = spy()\\ntry:\\n    sys._getframe()\\nexcept PermissionError:\\n"
+        "    refused = True\\n'\n"
+        "namespace = {'spy': spy}\n"
+        "exec(compile(candidate, '<candidate>', 'exec'), namespace)\n"
+    )
+    tests = "assert namespace['seen'] == '<candidate>' and namespace['refused']\n"
+    assert sandbox.run(wrapper, tests, candidate_file="<candidate>").passed

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.benchmarks.novelapi import program, read_spy
+from core.benchmarks.novelapi import CANDIDATE_FILE, program, read_spy
 from core.sandbox import make_sandbox
 from data_pipeline.novel_api.tasks import TODO, build_tasks, drafts
 
@@ -85,7 +85,9 @@ def test_three_levels_pass_c1_and_never_name_the_api(sandbox):
 
 def _run(sandbox, code, task):
     token = secrets.token_hex(4)
-    result = sandbox.run(program(code, task["paths"], task["tests"], token), "")
+    result = sandbox.run(
+        program(code, task["paths"], task["tests"], token), "", candidate_file=CANDIDATE_FILE
+    )
     return result, read_spy(result.stdout, token)
 
 
