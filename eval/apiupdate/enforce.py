@@ -8,6 +8,11 @@ one program: `runtime.py`'s source, then `apiupdate_main(spec, code, tests, toke
 runs the code against the modified API and prints the call counts. `Outcome` joins the
 sandbox's verdict, the counts and the compile stage into one taxonomy class (`OUTCOMES`,
 precedence written in `classify`).
+
+Adoption is the study's definition, decided by verdicts alone: a sample adopts when it passes
+with the modified API and fails in a second run where the API is absent (neither its old nor its
+new name exists); one that passes there too is a workaround. The counts run in the candidate's
+process and could be edited by it, so they only tell the failure classes apart.
 """
 
 from __future__ import annotations
@@ -251,9 +256,11 @@ def compile_stage(code: str, mod: Modification, entry_point: str, n_params: int 
 
 
 # ------------------------------------------------------------------------------ the run
-def program(code: str, mod: Modification, tests: str, token: str) -> str:
-    """The text the sandbox runs: the runtime, then one call that runs `code` and `tests`."""
-    return f"{RUNTIME_SOURCE}\n\napiupdate_main({mod.spec()!r}, {code!r}, {tests!r}, {token!r})\n"
+def program(code: str, mod: Modification, tests: str, token: str, absent: bool = False) -> str:
+    """The text the sandbox runs: the runtime, then one call that runs `code` and `tests`
+    (`absent`: in an environment without the API, for the adoption check)."""
+    spec = {**mod.spec(), "absent": absent}
+    return f"{RUNTIME_SOURCE}\n\napiupdate_main({spec!r}, {code!r}, {tests!r}, {token!r})\n"
 
 
 def read_report(stdout: str, token: str) -> dict[str, Any] | None:
@@ -261,15 +268,18 @@ def read_report(stdout: str, token: str) -> dict[str, Any] | None:
     return last_report(stdout, "apiupdate", token)
 
 
-def classify(result: ExecutionResult, report: dict[str, Any] | None) -> tuple[str, bool]:
+def classify(
+    result: ExecutionResult, report: dict[str, Any] | None, passes_without: bool = False
+) -> tuple[str, bool]:
     """(outcome, passed) for a sample that was run. Precedence: a pass (the sandbox's verdict and
-    no old-API call) is adoption or workaround; then old_api, api_misuse, return_type_mismatch
+    no old-API call) is adoption, or workaround when it also passes without the API
+    (`passes_without`, the second run's verdict); then old_api, api_misuse, return_type_mismatch
     from the counts; then fabricated_api from the exception; then test_failure (an
     AssertionError in the tests); anything else is runtime_exception."""
     counts = (report or {}).get("counts") or {}
     error = (report or {}).get("error") or {}
     if result.passed and report is not None and not counts.get("old"):
-        return ("adoption" if counts.get("new") else "workaround"), True
+        return ("workaround" if passes_without else "adoption"), True
     if counts.get("old"):
         return "old_api", False
     if counts.get("bad"):
@@ -312,9 +322,12 @@ def run_enforced(
         (program(jobs[i].code, jobs[i].modification, jobs[i].tests, token), "") for i, token in runnable
     ]
     results = sandbox.run_many(programs, limits=limits, candidate_file=CANDIDATE_FILE) if programs else []
+    without = _passes_without(
+        sandbox, [jobs[i] for (i, _), r in zip(runnable, results, strict=True) if r.passed], limits
+    )
     for (i, token), result in zip(runnable, results, strict=True):
         report = read_report(result.stdout, token)
-        outcome, passed = classify(result, report)
+        outcome, passed = classify(result, report, result.passed and next(without))
         counts = (report or {}).get("counts") or {}
         outcomes[i] = Outcome(
             outcome,
@@ -327,6 +340,15 @@ def run_enforced(
             detail=result.detail[:300],
         )
     return outcomes  # type: ignore[return-value]
+
+
+def _passes_without(sandbox: Sandbox, jobs: Sequence[EnforcedJob], limits: SandboxLimits | None):
+    """Whether each job also passes with its API absent: the second run that decides adoption."""
+    programs = [
+        (program(j.code, j.modification, j.tests, secrets.token_hex(8), absent=True), "") for j in jobs
+    ]
+    results = sandbox.run_many(programs, limits=limits, candidate_file=CANDIDATE_FILE) if programs else []
+    return iter([r.passed for r in results])
 
 
 def calls_api(code: str, api: str) -> bool:

@@ -12,7 +12,8 @@ globals are the candidate's namespace).
 One API is modified per program (`spec`): R1 rename (the old name is gone), S1 an added
 optional keyword, S2 an added required keyword (`errors`), S3 two positional parameters
 swapped, S4 the result wrapped in a strict result object (`.value`), or `none` (the
-unmodified API, counted). Calls are counted: `new` (the modified API called as its new
+unmodified API, counted); with `absent` set, the API is not there at all (neither name), the
+run that decides whether a passing sample needed it. Calls are counted: `new` (the modified API called as its new
 signature allows), `old` (the old name, the old call form of S2, the old argument order of
 S3), `bad` (the new API called with arguments its signature rejects) and `mismatch` (an S4
 result used as the old return type). At the end, pass or fail, one line
@@ -201,7 +202,13 @@ class Environment:
 
     # ------------------------------------------------------------------ installing it
     def _install(self, namespace, missing_owner):
-        """Put the modified API into `namespace` (a dict); R1 takes the old name away."""
+        """Put the modified API into `namespace` (a dict); R1 takes the old name away. With
+        `spec["absent"]` neither name is there (the run that decides adoption)."""
+        if self.spec.get("absent"):
+            for name in {self.name, self.new_name}:
+                namespace.pop(name, None)
+                missing_owner.add(name)
+            return
         if self.kind == "none":
             namespace[self.name] = self._counted(self.original)
             return

@@ -96,9 +96,16 @@ def test_shapley_split_reproduces_the_study():
 
 # ------------------------------------------------------------------------- the runtime alone
 def _run(sandbox, code, mod, tests):
+    """As run_enforced decides it: the run with the modified API, then (if it passed) without the API."""
     result = sandbox.run(program(code, mod, tests, "tok"), "", candidate_file=CANDIDATE_FILE)
     report = read_report(result.stdout, "tok")
-    return classify(result, report), report
+    without = (
+        result.passed
+        and sandbox.run(
+            program(code, mod, tests, "tok2", absent=True), "", candidate_file=CANDIDATE_FILE
+        ).passed
+    )
+    return classify(result, report, without), report
 
 
 def _mod(api, kind):
@@ -368,10 +375,35 @@ def test_the_tests_cannot_be_skipped(sandbox, attack):
     assert not passed and outcome in ("test_failure", "runtime_exception"), outcome
 
 
-def test_only_calls_while_the_tests_run_are_adoption(sandbox):
-    code = "absolute(0)\n\ndef f(xs):\n    return sum(x if x > 0 else -x for x in xs)\n"
-    (outcome, passed), report = _run(sandbox, code, _mod("builtins.abs", "R1"), TESTS)
-    assert (outcome, passed) == ("workaround", True) and report["counts"]["new"] == 0
+def test_adoption_is_decided_by_a_run_without_the_api(sandbox):
+    """The study's definition: a sample adopts when it passes only with the new API."""
+    mod = _mod("builtins.abs", "R1")
+    reimplemented = "def f(xs):\n    return sum(x if x > 0 else -x for x in xs)\n"
+    assert _run(sandbox, reimplemented, mod, TESTS)[0] == ("workaround", True)
+    needs_it_at_import = "absolute(0)\n\n" + reimplemented  # uncounted (not in the tests), but needed
+    (outcome, passed), report = _run(sandbox, needs_it_at_import, mod, TESTS)
+    assert (outcome, passed) == ("adoption", True) and report["counts"]["new"] == 0
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        # a report line with the run's token (read from main.py) and made-up counts, left on stdout
+        "import json, re\ntoken = re.findall(r\"'(\\w+)'\\)\\s*$\", open(__import__('sys').argv[0]).read())[-1]\n"
+        "print('@@apiupdate', token, json.dumps({'counts': {'new': 9}, 'error': None}))\n",
+        # the runtime's counters, through the frames above the candidate
+        "import inspect\nframe = inspect.currentframe()\nwhile frame is not None:\n"
+        "    env = frame.f_locals.get('env')\n"
+        "    if env is not None:\n        env.counts['new'] += 9\n"
+        "    frame = frame.f_back\n",
+    ],
+)
+def test_forged_counts_cannot_make_a_workaround_adopt(sandbox, forge):
+    """Counters live in the candidate's process: whatever it does to them, adoption is decided by
+    the run without the API."""
+    forged = forge + "def f(xs):\n    return sum(x if x > 0 else -x for x in xs)\n"
+    (outcome, passed), _ = _run(sandbox, forged, _mod("builtins.abs", "R1"), TESTS)
+    assert (outcome, passed) == ("workaround", True)
 
 
 @pytest.mark.parametrize(
