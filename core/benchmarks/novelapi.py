@@ -72,9 +72,10 @@ class NovelApiPayload:
 CANDIDATE_FILE = "<candidate>"
 
 
-def program(code: str, paths: list[str], tests: str, token: str) -> str:
-    """The text the sandbox runs for a completion `code` of a task (with `candidate_file=CANDIDATE_FILE`)."""
-    return f"{SPY_SOURCE}\n\nnovelapi_main({list(paths)!r}, {code!r}, {tests!r}, {token!r})\n"
+def program(code: str, paths: list[str], tests: str, token: str, absent: bool = False) -> str:
+    """The text the sandbox runs for a completion `code` of a task (with `candidate_file=CANDIDATE_FILE`);
+    `absent`: with the API taken away, the run that checks a pass needed it."""
+    return f"{SPY_SOURCE}\n\nnovelapi_main({list(paths)!r}, {code!r}, {tests!r}, {token!r}, {absent!r})\n"
 
 
 def read_spy(stdout: str, token: str) -> dict[str, Any] | None:

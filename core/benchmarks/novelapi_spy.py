@@ -9,10 +9,12 @@ wrapper that records each call's arguments, so `from pkg import func` gets the w
 Only calls made directly from the candidate's code while the tests run count (a library function
 that calls the API internally does not make the candidate's use of it, nor does a call at import
 time). A call the API's signature rejects is recorded as `rejected`; after the tests, a run
-without a call that was accepted and returned fails: a task passes only if the API really ran. The spy lives in the program's
-process: code that deliberately edits its state through the wrappers' closures can forge a call
-(as a raw memory primitive can forge anything in-process, docs/sandbox.md); the tests' own
-verdict stays the sandbox's. Pass or fail, one line
+without a call that was accepted and returned fails. The spy lives in the program's process:
+code that edits its state through the wrappers' closures can forge a call, so the evaluation
+does not take its word for a pass: a passing sample runs again with the same wrappers raising on
+every call (`novelapi_main(..., absent=True)`), and passes only if it fails there. A program that
+tells the two runs apart (by reading the wrappers' state) and fails on purpose in the second can
+still forge a call: the bar is no longer "edit a counter" but "detect the check". Pass or fail, one line
 `@@spy <token> <json>` goes to fd 1 with the calls (argument reprs) and the exception that
 ended the run.
 """
@@ -25,6 +27,24 @@ import os
 import sys
 
 _write = os.write  # bound before the candidate runs
+_dup2, _open, _devnull, _wronly = os.dup2, os.open, os.devnull, os.O_WRONLY
+_stdout = sys.stdout  # the real one; the program may replace sys.stdout
+
+
+def _flush_stdout():
+    """Before the report: what was printed so far goes out ahead of it."""
+    try:
+        _stdout.flush()
+    except Exception:  # a closed or broken stream: the report still goes to fd 1
+        return
+
+
+def _silence_stdout():
+    """After the report: fd 1 points at /dev/null, so nothing left buffered (a replaced
+    sys.stdout, a line written and not flushed) can land behind the report."""
+    _dup2(_open(_devnull, _wronly), 1)
+
+
 MAX_CALLS = 50
 MAX_REPR = 200
 
@@ -90,6 +110,8 @@ def _recorder(function, calls, state, drop_first):
         signature = None
 
     def spy(*args, **kwargs):
+        if state["absent"]:
+            raise RuntimeError("the API is not available in this run")
         caller = sys._getframe(1).f_code.co_filename
         if caller != "<candidate>" or not state["testing"] or len(calls) >= MAX_CALLS:
             return function(*args, **kwargs)
@@ -113,8 +135,7 @@ def _recorder(function, calls, state, drop_first):
     for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
         with contextlib.suppress(AttributeError, TypeError):
             setattr(spy, attr, getattr(function, attr))
-    spy.__wrapped__ = function
-    return spy
+    return spy  # no __wrapped__: it would hand the real function out
 
 
 def _failure(exc, phase):
@@ -125,19 +146,21 @@ def _failure(exc, phase):
     return {"type": type(exc).__name__, "message": str(exc)[:300], "phase": phase, "where": where}
 
 
-def novelapi_main(paths, candidate, tests, token, _exec=exec, _compile=compile, _dumps=json.dumps):
+def novelapi_main(
+    paths, candidate, tests, token, absent=False, _exec=exec, _compile=compile, _dumps=json.dumps
+):
     """Run `candidate` then `tests` in one namespace with the spy installed; report the calls.
 
     Only calls made while the tests run count (a call at import time proves nothing about the
     code under test), only calls the API's signature accepts, and the run passes only if one of
     them returned. Everything used after the candidate ran is bound at definition time, so a
-    candidate that replaces `exec` or `compile` cannot skip the tests.
+    candidate that replaces `exec` or `compile` cannot skip the tests. With `absent`, the same
+    wrappers raise on every call and the tests alone decide: the evaluation's second run, in which
+    a sample that really calls the API fails.
     """
     calls = []
-    state = {
-        "testing": False,
-        "returned": 0,
-    }  # calls count once the tests run; a pass needs one that returned
+    # calls count once the tests run; a pass needs one that returned; `absent`: every call raises
+    state = {"testing": False, "returned": 0, "absent": bool(absent)}
     report = {"calls": calls, "wrapped": install(paths, calls, state), "error": None}
     namespace = {"__name__": "__main__"}
     phase = "candidate"
@@ -147,10 +170,12 @@ def novelapi_main(paths, candidate, tests, token, _exec=exec, _compile=compile, 
         state["testing"] = True
         _exec(_compile(tests, "<tests>", "exec", dont_inherit=True), namespace)
         phase = "spy"
-        if not state["returned"]:
+        if not absent and not state["returned"]:
             raise AssertionError("the target API was never called")
     except BaseException as exc:
         report["error"] = _failure(exc, phase)
         raise
     finally:
+        _flush_stdout()
         _write(1, f"\n@@spy {token} {_dumps(report)}\n".encode("utf-8", "replace"))
+        _silence_stdout()  # nothing the program left buffered can come after the report

@@ -31,6 +31,24 @@ import sys
 import types
 
 _write = os.write  # bound before the candidate runs: it may replace os.write or sys.stdout
+_dup2, _open, _devnull, _wronly = os.dup2, os.open, os.devnull, os.O_WRONLY
+_stdout = sys.stdout  # the real one; the program may replace sys.stdout
+
+
+def _flush_stdout():
+    """Before the report: what was printed so far goes out ahead of it."""
+    try:
+        _stdout.flush()
+    except Exception:  # a closed or broken stream: the report still goes to fd 1
+        return
+
+
+def _silence_stdout():
+    """After the report: fd 1 points at /dev/null, so nothing left buffered (a replaced
+    sys.stdout, a line written and not flushed) can land behind the report."""
+    _dup2(_open(_devnull, _wronly), 1)
+
+
 _REAL_IMPORT = builtins.__import__
 
 # Argument roles S3 tells apart (the old order is recognised when only it fits the roles).
@@ -413,4 +431,6 @@ def apiupdate_main(
         report["error"] = _failure(exc, phase)
         raise
     finally:
+        _flush_stdout()
         _write(1, f"\n@@apiupdate {token} {_dumps(report)}\n".encode("utf-8", "replace"))
+        _silence_stdout()  # nothing the program left buffered can come after the report

@@ -51,10 +51,12 @@ class NovelApi(BenchmarkKind):
         results = iter(
             ctx.sandbox.run_many(runs, limits=ctx.limits, candidate_file=CANDIDATE_FILE) if runs else []
         )
-        return [
-            _record(j.problem, j.code, token, e, None if e else next(results))
+        done = [
+            (j, token, e, None if e else next(results))
             for j, token, e in zip(jobs, tokens, early, strict=True)
         ]
+        needed = _needs_the_api(ctx, [(j, r) for j, _, _, r in done if r is not None and r.passed])
+        return [_record(j.problem, j.code, token, e, r, needed.get(id(r), True)) for j, token, e, r in done]
 
     def score(self, ctx: ScoreContext) -> Scored:
         return score_novelapi(ctx.store.of_type("execution"), ctx.problems, ctx.splits, ctx.ks)
@@ -66,13 +68,32 @@ class NovelApi(BenchmarkKind):
 KIND = NovelApi()
 
 
-def _record(problem: Problem, code: str, token: str, early, result) -> dict[str, Any]:
+def _needs_the_api(ctx: ExecContext, passed: list[tuple[Job, Any]]) -> dict[int, bool]:
+    """For each passing run (by id), whether the sample fails with the API taken away: the spy's
+    record lives in the candidate's process, this verdict does not."""
+    runs = [
+        (
+            program(
+                j.code, list(j.problem.payload.paths), j.problem.tests, secrets.token_hex(8), absent=True
+            ),
+            "",
+        )
+        for j, _ in passed
+    ]
+    results = ctx.sandbox.run_many(runs, limits=ctx.limits, candidate_file=CANDIDATE_FILE) if runs else []
+    return {id(r): not without.passed for (_, r), without in zip(passed, results, strict=True)}
+
+
+def _record(problem: Problem, code: str, token: str, early, result, needed: bool = True) -> dict[str, Any]:
     if early is not None:
         status, detail, stderr, spy = early[0], early[1], "", {}
         passed = False
     else:
         status, detail, stderr, passed = result.status, result.detail, result.stderr, result.passed
         spy = read_spy(result.stdout, token) or {}
+    if passed and not needed:  # passes without the API too: whatever the spy recorded, no call
+        status, passed, spy = "failed", False, {"calls": []}
+        detail = "passes with the API taken away: the target API was never needed"
     payload: NovelApiPayload = problem.payload
     attempt = Attempt(
         code=code,

@@ -125,3 +125,59 @@ def test_cells_retrieval_and_stripped_bundles(folder):
     assert all("slugify" not in p.instructions["Full"] for p in stripped.problems)
     bm25 = load_benchmark("novelapi", str(folder), cells=["S"], retrieval="bm25").problems
     assert {p.payload.retrieved for p in bm25} <= {"novlib.text.slugify", "novlib.text.title_slug"}
+
+
+FORGERIES = {
+    # the spy's state and call list, edited through the wrapper's closure, for a reimplementation
+    "closure": (
+        "import novlib.text\n"
+        "for cell in novlib.text.slugify.__closure__ or ():\n"
+        "    value = cell.cell_contents\n"
+        "    if isinstance(value, dict) and 'returned' in value:\n"
+        "        value['returned'] = 5\n"
+        "    elif isinstance(value, list):\n"
+        "        value.append({'args': [\"'Hello, World'\"], 'kwargs': {'sep': \"'+'\", 'max_len': '8'}})\n"
+        "def solve(arg0, arg1):\n    return 'hello+wo'\n"
+    ),
+    # a spy report line with the run's token (read from main.py), written and left unflushed
+    "stdout": (
+        "import json, re, sys\n"
+        "token = re.findall(r\"'(\\w+)', False\\)\\s*$\", open(sys.argv[0]).read())[-1]\n"
+        "forged = {'calls': [{'args': [\"'Hello, World'\"], 'kwargs': {}}], 'wrapped': 2, 'error': None}\n"
+        "sys.stdout.write('\\n@@spy ' + token + ' ' + json.dumps(forged) + '\\n')\n"
+        "def solve(arg0, arg1):\n    return 'wrong'\n"
+    ),
+    # the real function behind the wrapper
+    "__wrapped__": (
+        "import novlib.text\nreal = novlib.text.slugify.__wrapped__\n"
+        "def solve(arg0, arg1):\n    return real('Hello, World', sep=arg0, max_len=arg1)\n"
+    ),
+}
+
+
+def test_forged_spy_records_give_no_pass_and_no_call(folder, tmp_path):
+    problems = {p.name.split(" ")[0]: p for p in load_benchmark("novelapi", str(folder)).problems}
+    slug_id = problems["novlib.text.slugify"].id
+    honest = "from novlib import slugify\ndef solve(arg0, arg1):\n    return slugify('Hello, World', sep=arg0, max_len=arg1)\n"
+    texts = [honest, *FORGERIES.values()]
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text(json.dumps({"problem": slug_id, "split": "Full", "completions": texts}) + "\n")
+    out = tmp_path / "run"
+    run_eval(
+        [
+            "benchmark=novelapi",
+            f"benchmark.path={folder}",
+            "benchmark.cells=[Full]",
+            "model=replay",
+            f"model.path={replay}",
+            f"gen.n={len(texts)}",
+            "score.ks=[1]",
+            f"out={out}",
+        ]
+    )
+    records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    runs = {r["index"]: r for r in records if r["type"] == "execution" and r["problem"] == slug_id}
+    assert runs[0]["passed"] and runs[0]["calls"], runs[0]  # the control
+    for i, name in enumerate(FORGERIES, 1):
+        assert not runs[i]["passed"], (name, runs[i])
+        assert runs[i]["calls"] == [], (name, runs[i]["calls"])
