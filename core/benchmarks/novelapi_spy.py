@@ -112,7 +112,10 @@ def _recorder(function, calls, state, drop_first):
     def spy(*args, **kwargs):
         if state["absent"]:
             raise RuntimeError("the API is not available in this run")
-        caller = sys._getframe(1).f_code.co_filename
+        try:
+            caller = sys._getframe(1).f_code.co_filename
+        except PermissionError:  # the sandbox guards only the tests' code: a call from the tests
+            caller = "<tests>"
         if caller != "<candidate>" or not state["testing"] or len(calls) >= MAX_CALLS:
             return function(*args, **kwargs)
         shown = args[1:] if drop_first else args
@@ -141,7 +144,10 @@ def _recorder(function, calls, state, drop_first):
 def _failure(exc, phase):
     tb, where = exc.__traceback__, ""
     while tb is not None:
-        where = tb.tb_frame.f_code.co_filename
+        try:
+            where = tb.tb_frame.f_code.co_filename
+        except PermissionError:  # the sandbox guards only the tests' code
+            where = "<tests>"
         tb = tb.tb_next
     return {"type": type(exc).__name__, "message": str(exc)[:300], "phase": phase, "where": where}
 

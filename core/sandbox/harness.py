@@ -416,14 +416,19 @@ class Server:
                     os.close(self.ruleset)
                 main_path = os.path.join(self.work_dir, "main.py")
                 collector = self.coverage if job.get("coverage") else None
-                _run_python(job, main_path, collector, key_fd, report_fd, data_fd)
+                writable = tuple(
+                    os.path.realpath(d).rstrip("/") + "/" for d in (*self.scratch, self.work_dir)
+                )
+                _run_python(job, main_path, collector, key_fd, report_fd, data_fd, writable)
             _exec_command(job["argv"])
         except BaseException as exc:  # the harness failed in the child: never return to the server loop
             os.write(2, f"sandbox harness: {exc!r}\n".encode())
         os._exit(70)
 
 
-def _run_python(job: dict, main_path: str, collector, key_fd: int, report_fd: int, data_fd: int) -> NoReturn:
+def _run_python(
+    job: dict, main_path: str, collector, key_fd: int, report_fd: int, data_fd: int, writable: tuple[str, ...]
+) -> NoReturn:
     """Run the job's program as ``__main__``, then its tests in the same namespace; report the nonce
     only if both ran to the end.
 
@@ -438,14 +443,14 @@ def _run_python(job: dict, main_path: str, collector, key_fd: int, report_fd: in
     exit_ = os._exit  # bound now: the program may replace os._exit
     module = _main_module(main_path)
     if collector is not None:
-        _run_measured(job, main_path, module, collector, key_fd, report_fd, data_fd)
+        _run_measured(job, main_path, module, collector, key_fd, report_fd, data_fd, writable)
     try:
         program = compile(job.pop("program"), main_path, "exec", dont_inherit=True, optimize=0)
     except BaseException as exc:
         exit_(_fail(exc, report_fd))
     # Forks of the program do not speak for the run (closerange cannot raise).
     os.register_at_fork(after_in_child=functools.partial(os.closerange, report_fd, report_fd + 1))
-    _install_guard(DENIED_EVENTS, PRIVATE_PROC, main_path, job.get("candidate_file") or main_path)
+    _install_guard(DENIED_EVENTS, PRIVATE_PROC, job.get("candidate_file") or main_path, writable)
     try:
         collections.deque(
             map(
@@ -469,7 +474,14 @@ def _run_python(job: dict, main_path: str, collector, key_fd: int, report_fd: in
 
 
 def _run_measured(
-    job: dict, main_path: str, module: types.ModuleType, collector, key_fd: int, report_fd: int, data_fd: int
+    job: dict,
+    main_path: str,
+    module: types.ModuleType,
+    collector,
+    key_fd: int,
+    report_fd: int,
+    data_fd: int,
+    writable: tuple[str, ...],
 ) -> NoReturn:
     """A coverage run: program and tests as one file (main.py), as CanItEdit measures them. Its
     sample was judged by a verdict run before; this run's pass only decides whether coverage counts."""
@@ -482,7 +494,7 @@ def _run_measured(
     os.register_at_fork(after_in_child=functools.partial(os.closerange, report_fd, report_fd + 1))
     collector.start()
     _install_guard(
-        DENIED_EVENTS - _TRACING_EVENTS, PRIVATE_PROC, main_path, job.get("candidate_file") or main_path
+        DENIED_EVENTS - _TRACING_EVENTS, PRIVATE_PROC, job.get("candidate_file") or main_path, writable
     )
     try:
         collections.deque(
@@ -517,83 +529,77 @@ TESTS_FILE = "<tests>"
 # that give a frame.
 _FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 _CODE_ATTRS = _FRAME_ATTRS | {"f_code", "__code__", "gi_code", "cr_code", "ag_code"}
-_CALLER_EVENTS = frozenset({"sys._getframe", "marshal.loads", "compile"})
-HARNESS_FILE = __file__
-_CODE_EVENTS = frozenset({"code.__new__", "cpython.PyInterpreterState_New"})
-_IMPORTLIB_LOADER = "<frozen importlib._bootstrap_external>"
 # Coverage runs trace (their verdict only decides whether the coverage counts).
 _TRACING_EVENTS = frozenset({"sys.settrace", "sys.setprofile", "sys.monitoring.register_callback"})
 
 
-def _take_nonce(key_fd: int) -> bytes:
-    nonce = os.read(key_fd, 64)
+def _take_nonce(key_fd: int) -> bytearray:
+    """The nonce, in a buffer that every fork of the program zeroes: a forked copy of the run that
+    passes cannot hand the nonce to the run itself (which would then pass whatever it did)."""
+    nonce = bytearray(os.read(key_fd, 64))
     os.close(key_fd)
+    os.register_at_fork(after_in_child=functools.partial(nonce.__init__, len(nonce)))
     return nonce
 
 
 def _install_guard(
-    denied: frozenset[str], private_proc: re.Pattern, main_path: str, candidate_file: str
+    denied: frozenset[str], private_proc: re.Pattern, candidate_file: str, writable: tuple[str, ...]
 ) -> None:
-    """Add the audit hook that refuses ``denied`` events, opening private /proc entries, and the
-    routes to code and frames that would show the tests or forge code:
+    """Add the audit hook that refuses ``denied`` events, opening private /proc entries, loading
+    bytecode files from a writable folder (a crafted ``.pyc`` would run unchecked bytecode), and
+    the routes to the tests:
 
-    - reading the code of the tests (``f_code``, ``__code__``, ``gi_code``...) or a frame of theirs
-      (``tb_frame``, ``gi_frame``...), from any untrusted caller: ``dis`` or ``inspect`` called by
-      the program reach them too. Trusted are the harness and, when the program is a wrapper
-      that compiles the candidate under ``candidate_file``, main.py itself;
-    - compiling code under a trusted or guarded file name (main.py, ``<tests>``, the harness,
-      importlib's loader) from an untrusted caller, so no code can pose as trusted;
-    - ``sys._getframe`` and reads of frame and code attributes made by the candidate's own code;
-    - new code objects (``code.__new__``, ``code.replace``), assigning ``__code__``, and
-      ``marshal.loads`` outside importlib's loading of cached bytecode.
+    - reading the tests' code (``f_code``, ``__code__``, ``gi_code``...) or a frame running it
+      (``tb_frame``, ``gi_frame``...), whoever asks: ``dis``, ``inspect`` and ``traceback`` called
+      by the program are refused too, and a failing run's traceback is printed by C code, which
+      reads no attribute through Python;
+    - ``sys._getframe`` and reads of frame and code attributes made by the candidate's own code
+      (``candidate_file``: main.py, or the name a wrapper program compiles it under).
 
+    File names are compared only as exact ``str`` (a subclass could answer any comparison).
     Everything it uses is bound here, in its closure: a program that reaches the harness's
     globals through a frame cannot change what the hook does, and no hook can be removed.
     """
     fspath, realpath, getframe, get_ident = os.fspath, os.path.realpath, sys._getframe, threading_ident
-    str_, bytes_, int_, isinstance_, getattr_, error = str, bytes, int, isinstance, getattr, PermissionError
-    trusted = frozenset({HARNESS_FILE} | ({main_path} if candidate_file != main_path else set()))
-    reserved = frozenset({HARNESS_FILE, main_path, TESTS_FILE, _IMPORTLIB_LOADER})
+    str_, bytes_, int_, type_, getattr_, error = str, bytes, int, type, getattr, PermissionError
+    isinstance_ = isinstance
     busy: set[int] = set()  # threads inside the hook, whose own lookups raise events too
 
     def code_of(obj, name):
         target = getattr_(obj, name, None)
         return getattr_(target, "f_code", None) if name in _FRAME_ATTRS else target
 
+    def named(code, name) -> bool:
+        filename = getattr_(code, "co_filename", None)
+        return type_(filename) is str_ and filename == name
+
     def guard(event: str, args: tuple) -> None:
-        if event in denied or event in _CODE_EVENTS:
+        if event in denied:
             raise error(f"{event} is not allowed in the sandbox")
         if event == "open" and args and args[0] is not None and not isinstance_(args[0], int_):
             path = fspath(args[0])
             if isinstance_(path, bytes_):
                 path = path.decode("utf-8", "surrogateescape")
+            if not isinstance_(path, str_):
+                return
             # realpath: a symlink in the work folder must not lead there either
-            if isinstance_(path, str_) and private_proc.match(realpath(path)):
+            real = realpath(path)
+            if private_proc.match(real):
                 raise error(f"opening {path!r} is not allowed in the sandbox")
+            if real.endswith(".pyc") and real.startswith(writable):
+                raise error(f"loading bytecode from {path!r} is not allowed in the sandbox")
             return
         watched = event == "object.__getattr__" and args[1] in _CODE_ATTRS
-        if not (watched or event in _CALLER_EVENTS or event == "object.__setattr__"):
+        if not (watched or event == "sys._getframe"):
             return
         thread = get_ident()
         if thread in busy:
             return
         busy.add(thread)
         try:
-            caller = getframe(1).f_code.co_filename
-            if caller in trusted:
-                return
-            if event == "compile":
-                if args[1] in reserved:
-                    raise error(f"compiling code as {args[1]!r} is not allowed in the sandbox")
-            elif event == "object.__setattr__":
-                if args[1] == "__code__":
-                    raise error("assigning __code__ is not allowed in the sandbox")
-            elif event == "marshal.loads":
-                if caller != _IMPORTLIB_LOADER:
-                    raise error("marshal.loads is not allowed in the sandbox")
-            elif caller == candidate_file:
+            if named(getframe(1).f_code, candidate_file):
                 raise error(f"{args[1] if watched else event} is not allowed in the sandbox")
-            elif watched and getattr_(code_of(args[0], args[1]), "co_filename", None) == TESTS_FILE:
+            if watched and named(code_of(args[0], args[1]), TESTS_FILE):
                 raise error("the tests' code is out of the program's reach")
         finally:
             busy.discard(thread)
