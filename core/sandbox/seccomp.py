@@ -32,6 +32,9 @@ SYSCALLS = {
         "io_uring_setup": 425,
         "io_uring_enter": 426,
         "io_uring_register": 427,
+        "clone": 56,
+        "unshare": 272,
+        "clone3": 435,
     },
     "aarch64": {
         "socket": 198,
@@ -42,13 +45,18 @@ SYSCALLS = {
         "io_uring_setup": 425,
         "io_uring_enter": 426,
         "io_uring_register": 427,
+        "clone": 220,
+        "unshare": 97,
+        "clone3": 435,
     },
 }
 DENIED = ("add_key", "request_key", "keyctl", "io_uring_setup", "io_uring_enter", "io_uring_register")
 SOCKET_CALLS = ("socket", "socketpair")
+NAMESPACE_CALLS = ("clone", "unshare")  # flags in the first argument
+CLONE_NEWUSER = 0x10000000
 
 # classic BPF and seccomp constants (linux/filter.h, linux/seccomp.h)
-LD_ABS_W, JEQ_K, JGE_K, RET_K = 0x20, 0x15, 0x35, 0x06
+LD_ABS_W, JEQ_K, JGE_K, JSET_K, RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
 RET_ALLOW, RET_KILL_PROCESS, RET_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
 NR_OFFSET, ARCH_OFFSET, ARG0_OFFSET = 0, 4, 16  # struct seccomp_data (little-endian arg0: low word)
 _INSN = struct.Struct("=HBBI")
@@ -67,24 +75,51 @@ def supported(machine: str) -> bool:
 
 
 def program(machine: str, families: tuple[int, ...] = (AF_UNIX,)) -> bytes:
-    """The filter for `machine` (`os.uname().machine`) allowing sockets of `families` only."""
+    """The filter for `machine` (`os.uname().machine`) allowing sockets of `families` only.
+
+    Also refused: a new user namespace (`clone`/`unshare` with CLONE_NEWUSER; bubblewrap already
+    forbids them, the local backend relies on this), and `clone3`, whose flags sit in memory a
+    filter cannot read: it answers ENOSYS, on which the C library falls back to `clone`."""
     calls = SYSCALLS[machine]
-    deny = RET_ERRNO | errno.EPERM
-    code: list[tuple[int, int, int, int]] = [  # (op, jump if true, jump if false, k)
-        (LD_ABS_W, 0, 0, ARCH_OFFSET),
-        (JEQ_K, 1, 0, AUDIT_ARCH[machine]),
-        (RET_K, 0, 0, RET_KILL_PROCESS),
-        (LD_ABS_W, 0, 0, NR_OFFSET),
+    code: list[tuple] = [  # ([label,] op, jump label if true, jump label if false, k); None: the next row
+        (LD_ABS_W, None, None, ARCH_OFFSET),
+        (JEQ_K, None, "kill", AUDIT_ARCH[machine]),
+        (LD_ABS_W, None, None, NR_OFFSET),
     ]
     if machine == "x86_64":
-        code += [(JGE_K, 0, 1, X32_BIT), (RET_K, 0, 0, RET_KILL_PROCESS)]
-    for name in DENIED:
-        code += [(JEQ_K, 0, 1, calls[name]), (RET_K, 0, 0, deny)]
-    # sockets: jump over the final "allow" to the family check
-    for i, name in enumerate(SOCKET_CALLS):
-        code.append((JEQ_K, len(SOCKET_CALLS) - i, 0, calls[name]))
-    code += [(RET_K, 0, 0, RET_ALLOW), (LD_ABS_W, 0, 0, ARG0_OFFSET)]
-    for family in families:
-        code += [(JEQ_K, 0, 1, family), (RET_K, 0, 0, RET_ALLOW)]
-    code.append((RET_K, 0, 0, deny))
-    return b"".join(_INSN.pack(*insn) for insn in code)
+        code.append((JGE_K, "kill", None, X32_BIT))
+    code += [(JEQ_K, "deny", None, calls[name]) for name in DENIED]
+    code.append((JEQ_K, "enosys", None, calls["clone3"]))
+    code += [(JEQ_K, "flags", None, calls[name]) for name in NAMESPACE_CALLS]
+    code += [(JEQ_K, "family", None, calls[name]) for name in SOCKET_CALLS]
+    code += [
+        (RET_K, None, None, RET_ALLOW),
+        ("flags", LD_ABS_W, None, None, ARG0_OFFSET),
+        (JSET_K, "deny", "allow", CLONE_NEWUSER),
+        ("family", LD_ABS_W, None, None, ARG0_OFFSET),
+    ]
+    code += [(JEQ_K, "allow", None, family) for family in families]
+    code += [  # every jump goes forward: the verdicts come last
+        (RET_K, None, None, RET_ERRNO | errno.EPERM),
+        ("allow", RET_K, None, None, RET_ALLOW),
+        ("deny", RET_K, None, None, RET_ERRNO | errno.EPERM),
+        ("enosys", RET_K, None, None, RET_ERRNO | errno.ENOSYS),
+        ("kill", RET_K, None, None, RET_KILL_PROCESS),
+    ]
+    return _assemble(code)
+
+
+def _assemble(code: list[tuple]) -> bytes:
+    """Classic BPF from (label?, op, jump-if-true, jump-if-false, k) rows: labels become offsets."""
+    rows = [row if isinstance(row[0], str) else (None, *row) for row in code]
+    where = {label: i for i, (label, *_) in enumerate(rows) if label}
+
+    def offset(i: int, label: str | None) -> int:
+        jump = 0 if label is None else where[label] - i - 1
+        if not 0 <= jump <= 255:
+            raise ValueError(f"row {i}: a classic BPF jump goes 0-255 rows forward, not {jump}")
+        return jump
+
+    return b"".join(
+        _INSN.pack(op, offset(i, jt), offset(i, jf), k) for i, (_, op, jt, jf, k) in enumerate(rows)
+    )

@@ -1046,3 +1046,20 @@ def test_a_wrapper_reads_frames_its_candidate_may_not(sandbox):
     )
     tests = "assert namespace['seen'] == '<candidate>' and namespace['refused']\n"
     assert sandbox.run(wrapper, tests, candidate_file="<candidate>").passed
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="syscall numbers of x86-64")
+def test_no_new_user_namespace(sandbox, marker):
+    """A user namespace would give the run capabilities over new namespaces (kernel attack surface)."""
+    program = (
+        "import ctypes, threading\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "print('unshare', libc.unshare(0x10000000), ctypes.get_errno())\n"
+        "print('clone', libc.syscall(56, 0x10000000 | 17, 0, 0, 0, 0), ctypes.get_errno())\n"
+        "t = threading.Thread(target=print, args=('thread ran',)); t.start(); t.join()\n"  # clone3 -> clone
+    )
+    result = sandbox.run(named(marker, program), "", limits=LIMITS)
+    assert result.passed, result
+    assert "unshare -1 1" in result.stdout and "clone -1 1" in result.stdout, result.stdout
+    assert "thread ran" in result.stdout
+    check_aftermath(sandbox, marker)
