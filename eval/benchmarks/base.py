@@ -20,6 +20,7 @@ verdict to `execute` a chunk at a time (`eval.samples.run_missing`), and writes 
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,7 +63,7 @@ class ScoreContext:
     excess_code: bool  # measure coverage of passing samples where the kind reports ExcessCode
 
 
-class BenchmarkKind:
+class BenchmarkKind(ABC):
     name: ClassVar[str]
     options: ClassVar[type[BenchmarkOptions]]
     # Its programs run as they are (program + tests), so the audit can run and mutate them.
@@ -78,15 +79,17 @@ class BenchmarkKind:
     def interpreter(self, problem: Problem) -> str | None:
         return None
 
+    @abstractmethod
     def execute(self, jobs: list[Job], ctx: ExecContext) -> list[dict[str, Any]]:
         """A verdict per job, in order: at least `status` and `passed` (stored with its key)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def score(self, ctx: ScoreContext) -> Scored:
-        raise NotImplementedError
+        """Metrics per split and a per-problem table, from the store's records."""
 
+    @abstractmethod
     def report(self, model: str, scored: Scored, ctx: ScoreContext) -> str:
-        raise NotImplementedError
+        """report.md."""
 
     def summary(self, model: str, scored: Scored, report: str) -> str:
         """What `eval.run` prints when it has scored (report.md holds the rest)."""
