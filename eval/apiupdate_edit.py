@@ -127,7 +127,9 @@ def run(cfg: EditRunConfig, resolved: dict[str, Any]) -> None:
     )
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    with make_sandbox(cfg.sandbox.backend, limits=cfg.sandbox.limits, workers=cfg.sandbox.workers) as sandbox:
+    with make_sandbox(
+        cfg.sandbox.backend, limits=cfg.sandbox.limits, workers=cfg.sandbox.workers, strict=cfg.sandbox.strict
+    ) as sandbox:
         study = EditStudy(
             problems,
             editor,

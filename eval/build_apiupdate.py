@@ -115,7 +115,9 @@ def run(cfg: BuildAPIUpdateConfig, resolved: dict[str, Any]) -> None:
     def progress(stage: str, runs: int) -> None:
         log.info("%s: %d sandbox runs (%.0f s so far)", stage, runs, time.monotonic() - started)
 
-    with make_sandbox(cfg.sandbox.backend, limits=cfg.sandbox.limits, workers=cfg.sandbox.workers) as sandbox:
+    with make_sandbox(
+        cfg.sandbox.backend, limits=cfg.sandbox.limits, workers=cfg.sandbox.workers, strict=cfg.sandbox.strict
+    ) as sandbox:
         result = build(
             cfg.source.name, cfg.source.path, sandbox, options, cfg.sandbox.limits, cfg.source.split, progress
         )

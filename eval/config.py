@@ -63,6 +63,9 @@ class GenConfig:
 @dataclass
 class SandboxConfig:
     backend: str = "auto"  # auto | bwrap | local
+    # Strict mode (docs/sandbox.md): no module with raw memory access, except for problems whose own
+    # code needs one (declared unverified, `passed_unverified`); false: every Python run unverified.
+    strict: bool = True
     # Per program: 15 s as MultiPL-E's runner that CanItEdit executes with; every limit settable.
     limits: SandboxLimits = field(default_factory=lambda: SandboxLimits(timeout_s=15.0))
     coverage_timeout_s: float = 60.0  # per coverage run, as CanItEdit's evaluator_overlay.py

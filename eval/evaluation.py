@@ -96,7 +96,7 @@ class EvalRun:
         if python not in self._sandboxes:
             s = self.cfg.sandbox
             self._sandboxes[python] = make_sandbox(
-                s.backend, limits=s.limits, workers=s.workers, python=python
+                s.backend, limits=s.limits, workers=s.workers, python=python, strict=s.strict
             )
         return self._sandboxes[python]
 

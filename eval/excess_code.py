@@ -112,11 +112,15 @@ class CoverageReport:
 
 
 def coverage_reports(
-    sandbox: Sandbox, jobs: Sequence[tuple[str, str]], limits: SandboxLimits | None = None
+    sandbox: Sandbox,
+    jobs: Sequence[tuple[str, str]],
+    limits: SandboxLimits | None = None,
+    unverified: bool | Sequence[bool] = False,
 ) -> list[CoverageReport | CoverageError]:
-    """Measure each (completion, tests) pair in the sandbox, in parallel; results in job order."""
+    """Measure each (completion, tests) pair in the sandbox, in parallel; results in job order.
+    ``unverified``: the declared unverified mode, for all jobs or per job (see Sandbox.run)."""
     reports: list[CoverageReport | CoverageError] = []
-    results = sandbox.run_many(jobs, limits=limits, coverage=True)
+    results = sandbox.run_many(jobs, limits=limits, coverage=True, unverified=unverified)
     for (completion, tests), result in zip(jobs, results, strict=True):
         try:
             reports.append(CoverageReport.from_result(result, len((completion + "\n" + tests).splitlines())))
@@ -126,10 +130,14 @@ def coverage_reports(
 
 
 def coverage_of(
-    completion: str, tests: str, sandbox: Sandbox, limits: SandboxLimits | None = None
+    completion: str,
+    tests: str,
+    sandbox: Sandbox,
+    limits: SandboxLimits | None = None,
+    unverified: bool = False,
 ) -> CoverageReport:
     """One pair's coverage (see `coverage_reports`); raises CoverageError when it has none."""
-    report = coverage_reports(sandbox, [(completion, tests)], limits)[0]
+    report = coverage_reports(sandbox, [(completion, tests)], limits, unverified)[0]
     if isinstance(report, CoverageError):
         raise report
     return report

@@ -18,6 +18,7 @@ from typing import Any
 
 from core.problems import Problem
 from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
+from core.sandbox.declared import unverified_flags
 from eval.languages import command_job
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,12 @@ def early_verdict(status: str, detail: str) -> dict[str, Any]:
     }
 
 
+def declared_unverified(sandbox: Sandbox, problems: Sequence[Problem]) -> list[bool]:
+    """Per problem, whether it runs in the declared unverified mode: its own code (prelude,
+    `before`, reference, tests; never a sample's) imports a module with raw memory access."""
+    return unverified_flags(sandbox, [(p.prelude, p.before, p.after, p.tests) for p in problems])
+
+
 def run_programs(
     sandbox: Sandbox, jobs: Sequence[tuple[Problem, str]], limits: SandboxLimits
 ) -> list[ExecutionResult]:
@@ -70,7 +77,13 @@ def run_programs(
     python = [(i, p, c) for i, (p, c) in enumerate(jobs) if p.language == "python"]
     results: list[ExecutionResult | None] = [None] * len(jobs)
     for (i, _, _), result in zip(
-        python, sandbox.run_many([(c, p.tests) for _, p, c in python], limits=limits), strict=True
+        python,
+        sandbox.run_many(
+            [(c, p.tests) for _, p, c in python],
+            limits=limits,
+            unverified=declared_unverified(sandbox, [p for _, p, _ in python]),
+        ),
+        strict=True,
     ):
         results[i] = result
 

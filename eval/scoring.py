@@ -17,6 +17,7 @@ from eval.excess_code import (
     excess_code_stderr,
     mean_median_coverage,
 )
+from eval.execute import declared_unverified
 from eval.metrics import aggregate_pass_at_k
 from eval.samples import Key, SampleStore, run_missing
 
@@ -36,7 +37,8 @@ def measure_coverage(
     def work(chunk: list[tuple[Key, Problem]]) -> list[dict[str, Any]]:
         python = [key for key, problem in chunk if problem.language == "python"]
         jobs = [(samples[key]["code"], problems[key[0]].tests) for key in python]
-        reports = dict(zip(python, coverage_reports(sandbox, jobs, limits), strict=True))
+        unverified = declared_unverified(sandbox, [problems[key[0]] for key in python])
+        reports = dict(zip(python, coverage_reports(sandbox, jobs, limits, unverified), strict=True))
         return [_coverage(problem, samples[key]["code"], reports.get(key)) for key, problem in chunk]
 
     return run_missing(store, "coverage", todo, work, progress)

@@ -35,7 +35,7 @@ step() { echo "== setup: $* ($((SECONDS - start)) s)"; }
 # ---------------------------------------------------------------- system packages
 # What each one is for: bubblewrap, the sandbox's strong backend; g++ with boost and OpenSSL
 # headers, HumanEvalFix C++ (and DeepSpeed's CPU ops); node and javac, HumanEvalFix JS and
-# Java; git, the data pipeline's git source; JaCoCo (libjacoco-java) and npm (for c8), the audit's
+# Java; git, the data pipeline's git source; gcc and the Python headers, the sandbox's C module; JaCoCo (libjacoco-java) and npm (for c8), the audit's
 # Java and JavaScript coverage. Tests that need a missing one skip.
 PYTHON=${PYTHON:-python3}
 missing=()
@@ -46,6 +46,10 @@ command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
 command -v git >/dev/null 2>&1 || missing+=(git)
+# the sandbox compiles its system-call module (core/sandbox/_editforge_sys.c) with the interpreter's headers
+command -v cc >/dev/null 2>&1 || missing+=(gcc)
+"${PYTHON}" -c "import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" 2>/dev/null \
+    || missing+=(python3-dev)
 [ -e /usr/share/java/org.jacoco.core.jar ] || missing+=(libjacoco-java)
 command -v npm >/dev/null 2>&1 || command -v c8 >/dev/null 2>&1 || missing+=(npm)
 if [ ! -x "$venv/bin/python" ] && ! "$PYTHON" -c "import ensurepip, venv" >/dev/null 2>&1; then

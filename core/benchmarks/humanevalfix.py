@@ -13,7 +13,11 @@ docstring prompt + buggy solution), after = the same + canonical solution, `show
 the tests under `fixtests`, instruction = "Fix bugs in {entry_point}.", tests = the
 language's test code as is (it already calls `check(...)` or its own test function, so it
 runs once), `prelude` = bigcode's `IMPORT_HELPER` for Python and C++, put before the program
-at execution. Splits are languages. Reads `<path>/<lang>.jsonl` (HumanEvalPack's layout): by
+at execution. For Python, `import_helper="strict"` (the default) drops the helper's two numpy
+lines: numpy gives a program raw memory access, so a problem that imports it runs in the
+sandbox's declared unverified mode, and no problem's solution or tests use it (0 of 164);
+`import_helper="bigcode"` keeps all sixteen lines (every problem then passes as
+`passed_unverified`). Splits are languages. Reads `<path>/<lang>.jsonl` (HumanEvalPack's layout): by
 default the copy shipped in `core/data/humanevalpack/` (MIT, see its LICENSE), or the hub's
 `bigcode/humanevalpack` when the path is `hub:bigcode/humanevalpack`.
 """
@@ -33,6 +37,7 @@ HUB_ID = "bigcode/humanevalpack"
 SHIPPED = Path(__file__).resolve().parent.parent / "data" / "humanevalpack"
 FIELDS = ("task_id", "prompt", "declaration", "buggy_solution", "canonical_solution", "test", "entry_point")
 VARIANTS = ("fix", "fixtests", "fixdocs")
+IMPORT_HELPERS = ("strict", "bigcode")
 
 
 @dataclass
@@ -40,11 +45,14 @@ class HumanEvalFixOptions(BenchmarkOptions):
     name: str = "humanevalfix"
     languages: list[str] = field(default_factory=lambda: ["python"])  # the splits
     variant: str = "fixtests"  # fix | fixtests | fixdocs (bigcode's standard: fixtests)
+    import_helper: str = "strict"  # strict (bigcode's minus numpy) | bigcode (all of it: unverified runs)
 
     def validate(self, key: str = "benchmark") -> None:
         super().validate(key)
         if self.variant not in VARIANTS:
             raise ConfigError(f"{key}.variant={self.variant!r}: choose one of {VARIANTS}")
+        if self.import_helper not in IMPORT_HELPERS:
+            raise ConfigError(f"{key}.import_helper={self.import_helper!r}: choose one of {IMPORT_HELPERS}")
 
     def variants(self) -> list[HumanEvalFixOptions]:
         return [replace(self, variant=v) for v in VARIANTS]
@@ -114,8 +122,17 @@ def _join(head: str, solution: str) -> str:
     return head + solution
 
 
+def import_helper(language: str, kind: str = "strict") -> str:
+    """The prelude of a ``language`` program: bigcode's import helper, for Python without its numpy
+    lines under ``kind="strict"`` (see the module docstring)."""
+    lines = IMPORT_HELPER.get(language, [])
+    if kind == "strict":
+        lines = [line for line in lines if "numpy" not in line]
+    return "\n".join(lines)
+
+
 def problem_from_humanevalpack(
-    record: dict[str, Any], language: str, where: str, variant: str = "fixtests"
+    record: dict[str, Any], language: str, where: str, variant: str = "fixtests", helper: str = "strict"
 ) -> Problem:
     if variant not in VARIANTS:
         raise BenchmarkError(f"HumanEvalFix variant {variant!r}: choose one of {VARIANTS}")
@@ -134,11 +151,13 @@ def problem_from_humanevalpack(
         taxonomy={"bug_type": record.get("bug_type"), "failure_symptoms": record.get("failure_symptoms")},
         payload=HumanEvalFixPayload(record["entry_point"], variant),
         shown_tests=record["test"] if variant == "fixtests" else "",
-        prelude="\n".join(IMPORT_HELPER.get(language, [])),
+        prelude=import_helper(language, helper),
     )
 
 
-def load_humanevalfix(path: str | None, languages: list[str], variant: str = "fixtests") -> list[Problem]:
+def load_humanevalfix(
+    path: str | None, languages: list[str], variant: str = "fixtests", helper: str = "strict"
+) -> list[Problem]:
     """`path`: None (the shipped copy), `hub:ID`, or a folder of `<language>.jsonl` / one such file."""
     source = path or str(SHIPPED)
     problems: list[Problem] = []
@@ -156,9 +175,9 @@ def load_humanevalfix(path: str | None, languages: list[str], variant: str = "fi
                     f"of <language>.jsonl files, or benchmark.path=hub:{HUB_ID}"
                 )
             records = read_jsonl(file)
-        problems += [problem_from_humanevalpack(r, language, where, variant) for where, r in records]
+        problems += [problem_from_humanevalpack(r, language, where, variant, helper) for where, r in records]
     return check_unique(problems, source)
 
 
 def load(options: HumanEvalFixOptions) -> list[Problem]:
-    return load_humanevalfix(options.path, list(options.languages), options.variant)
+    return load_humanevalfix(options.path, list(options.languages), options.variant, options.import_helper)

@@ -72,15 +72,16 @@ class NovelApiPayload:
 CANDIDATE_FILE = "<candidate>"
 
 
-def program(code: str, paths: list[str], tests: str, token: str, absent: bool = False) -> str:
-    """The text the sandbox runs for a completion `code` of a task (with `candidate_file=CANDIDATE_FILE`);
-    `absent`: with the API taken away, the run that checks a pass needed it."""
-    return f"{SPY_SOURCE}\n\nnovelapi_main({list(paths)!r}, {code!r}, {tests!r}, {token!r}, {absent!r})\n"
+def program(code: str, paths: list[str], absent: bool = False) -> str:
+    """The text the sandbox runs for a completion `code` of a task, with the task's tests passed
+    apart (`candidate_file=CANDIDATE_FILE`, `channel=True`); `absent`: with the API taken away,
+    the run that checks a pass needed it."""
+    return f"{SPY_SOURCE}\n\nnovelapi_main({list(paths)!r}, {code!r}, {absent!r})\n"
 
 
-def read_spy(stdout: str, token: str) -> dict[str, Any] | None:
-    """The spy's last report with this run's token, or None when the run never got that far."""
-    return last_report(stdout, "spy", token)
+def read_spy(channel: str) -> dict[str, Any] | None:
+    """The spy's report (``ExecutionResult.channel``), or None when the run never got that far."""
+    return last_report(channel, "spy")
 
 
 def instruction(task: dict[str, Any], knowledge: str) -> str:

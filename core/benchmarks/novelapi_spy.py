@@ -1,7 +1,8 @@
 """The novel-API spy; runs INSIDE the sandbox, under the library version's interpreter.
 
 Standard library only: `core/benchmarks/novelapi.py` embeds this file's source in every task
-program, followed by one call of `novelapi_main(paths, candidate, tests, token)`.
+program, followed by one call of `novelapi_main(paths, candidate)`; the tests go to the sandbox
+apart and run after it, in the same namespace as the candidate.
 
 Before the candidate runs, every public path of the target API (`pkg.mod.func`, its
 re-export `pkg.func`, `pkg.mod.Class.method`, a class's constructor) is replaced by one
@@ -14,36 +15,18 @@ code that edits its state through the wrappers' closures can forge a call, so th
 does not take its word for a pass: a passing sample runs again with the same wrappers raising on
 every call (`novelapi_main(..., absent=True)`), and passes only if it fails there. A program that
 tells the two runs apart (by reading the wrappers' state) and fails on purpose in the second can
-still forge a call: the bar is no longer "edit a counter" but "detect the check". Pass or fail, one line
-`@@spy <token> <json>` goes to fd 1 with the calls (argument reprs) and the exception that
-ended the run.
+still forge a call: the bar is no longer "edit a counter" but "detect the check". Pass or fail, one
+record `spy <json>` with the calls (argument reprs) and the exception that ended the run goes
+through the sandbox's report channel (a pipe of its own, never stdout; its writer is taken from
+the builtins before the candidate runs, and the token that marks its lines is in no program text).
 """
 
+import builtins
 import contextlib
 import importlib
 import inspect
 import json
-import os
 import sys
-
-_write = os.write  # bound before the candidate runs
-_dup2, _open, _devnull, _wronly = os.dup2, os.open, os.devnull, os.O_WRONLY
-_stdout = sys.stdout  # the real one; the program may replace sys.stdout
-
-
-def _flush_stdout():
-    """Before the report: what was printed so far goes out ahead of it."""
-    try:
-        _stdout.flush()
-    except Exception:  # a closed or broken stream: the report still goes to fd 1
-        return
-
-
-def _silence_stdout():
-    """After the report: fd 1 points at /dev/null, so nothing left buffered (a replaced
-    sys.stdout, a line written and not flushed) can land behind the report."""
-    _dup2(_open(_devnull, _wronly), 1)
-
 
 MAX_CALLS = 50
 MAX_REPR = 200
@@ -153,35 +136,41 @@ def _failure(exc, phase):
 
 
 def novelapi_main(
-    paths, candidate, tests, token, absent=False, _exec=exec, _compile=compile, _dumps=json.dumps
+    paths, candidate, absent=False, _exec=exec, _compile=compile, _dumps=json.dumps, _builtins=builtins
 ):
-    """Run `candidate` then `tests` in one namespace with the spy installed; report the calls.
+    """Run `candidate` with the spy installed, in the namespace in which the sandbox then runs the
+    tests (which never pass through this program); report the calls when the tests end.
 
     Only calls made while the tests run count (a call at import time proves nothing about the
     code under test), only calls the API's signature accepts, and the run passes only if one of
     them returned. Everything used after the candidate ran is bound at definition time, so a
-    candidate that replaces `exec` or `compile` cannot skip the tests. With `absent`, the same
+    candidate that replaces `exec` or `compile` changes nothing of it. With `absent`, the same
     wrappers raise on every call and the tests alone decide: the evaluation's second run, in which
     a sample that really calls the API fails.
     """
+    send = _builtins.__dict__.pop("__editforge_report__")  # the sandbox's channel: run with channel=True
+    register = _builtins.__dict__.pop("__editforge_tests__")  # the sandbox's tests, run after this
     calls = []
     # calls count once the tests run; a pass needs one that returned; `absent`: every call raises
     state = {"testing": False, "returned": 0, "absent": bool(absent)}
     report = {"calls": calls, "wrapped": install(paths, calls, state), "error": None}
-    namespace = {"__name__": "__main__"}
-    phase = "candidate"
+
+    def after(exc):
+        error = exc
+        if exc is None and not absent and not state["returned"]:
+            error = AssertionError("the target API was never called")
+        report["error"] = None if error is None else _failure(error, "tests" if exc is not None else "spy")
+        send("spy " + _dumps(report))
+        if error is not exc:
+            raise error
+
+    namespace = register()
+    namespace["__name__"] = "__main__"
     try:
         _exec(_compile(candidate, "<candidate>", "exec", dont_inherit=True), namespace)
-        phase = "tests"
-        state["testing"] = True
-        _exec(_compile(tests, "<tests>", "exec", dont_inherit=True), namespace)
-        phase = "spy"
-        if not absent and not state["returned"]:
-            raise AssertionError("the target API was never called")
     except BaseException as exc:
-        report["error"] = _failure(exc, phase)
+        report["error"] = _failure(exc, "candidate")
+        send("spy " + _dumps(report))
         raise
-    finally:
-        _flush_stdout()
-        _write(1, f"\n@@spy {token} {_dumps(report)}\n".encode("utf-8", "replace"))
-        _silence_stdout()  # nothing the program left buffered can come after the report
+    state["testing"] = True
+    register(after)

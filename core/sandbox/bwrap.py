@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 
+from core.sandbox import native
 from core.sandbox.worker import HARNESS, Profile, SandboxUnavailable, ServerSpec, sandbox_env
 
 WORK_DIR = "/tmp/work"
@@ -103,6 +104,7 @@ def interpreter_paths(python: str | None = None) -> list[str]:
         os.path.dirname(os.path.realpath(executable)),
         os.path.dirname(os.path.abspath(executable)),
         os.path.dirname(HARNESS),
+        os.path.dirname(native.built(python)),
         *(p for p in path if p.endswith(("site-packages", "dist-packages"))),
     }
     paths = {os.path.realpath(p) for p in needed if p} | {p for p in needed if p}
@@ -161,6 +163,7 @@ class BwrapLauncher:
             "network": profile.network,
             "read": readable_paths(self.python),
             "write": ["/tmp", "/dev/shm", *DEVICES],
+            "native": native.built(self.python),
         }
         bwrap = bwrap_argv(self._binary, profile, self._userns, self.python)
         argv = [*bwrap, "--", self.python, "-I", HARNESS]

@@ -31,7 +31,6 @@ from __future__ import annotations
 import builtins
 import collections
 import contextlib
-import ctypes
 import fcntl
 import functools
 import gc
@@ -58,8 +57,7 @@ _REPORT_CAP = 4096  # the report pipe carries one short record; anything beyond 
 _DATA_CAP = 1 << 20  # the data pipe carries the coverage of one program
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
 CLONE_NEWNET, CLONE_NEWIPC = 0x40000000, 0x08000000
-IPC_RMID = 0
-KEYCTL_CLEAR, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = 7, -4, -5
+KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 # Stdlib modules most generated programs import; the server imports them once. random
@@ -68,9 +66,10 @@ PRELOAD = (
     "bisect collections copy dataclasses datetime decimal fractions functools hashlib heapq itertools json "
     "math operator random re string typing"
 )
-# Optional, so that a bare interpreter can still serve: numpy is in bigcode's HumanEval import
-# helper and costs 60 ms per run when not preloaded. (coverage.py is loaded by coverage servers.)
-OPTIONAL_PRELOAD = ("numpy", "statistics")
+# Optional, so that a bare interpreter can still serve. Never numpy (or anything that loads a raw
+# memory primitive): a preloaded module is reachable from every program without an import.
+# (coverage.py is loaded by coverage servers.)
+OPTIONAL_PRELOAD = ("statistics",)
 # CanItEdit's benchmark/.coveragerc adds this to coverage.py's default exclusion ("pragma: no cover").
 COVERAGE_EXCLUDE = r"@(abc\.)?abstractmethod"
 # Audit events no program needs and that lead to the nonce or around the tests: the garbage
@@ -84,8 +83,21 @@ DENIED_EVENTS = frozenset(
         "sys.setprofile",
         "sys.monitoring.register_callback",
         "sys._current_frames",
+        "cpython.PyInterpreterState_New",  # subinterpreters
     }
 )
+# Modules through which a program reaches raw memory (and from it the pass nonce): ctypes, cffi,
+# numpy's array interfaces, CPython's test modules, subinterpreters, and libraries that build
+# arrays or buffers on an address. Strict mode refuses to import them (any component of the
+# module's name, or the shared object's file name, matches).
+RAW_MEMORY_MODULES = frozenset(
+    {
+        "ctypes", "_ctypes", "cffi", "_cffi_backend", "numpy", "_multiarray_umath", "pyarrow", "torch",
+        "jax", "jaxlib", "tensorflow", "cupy", "numba", "llvmlite", "_testcapi", "_testinternalcapi",
+        "_testbuffer", "_testmultiphase", "_testsinglephase", "_xxsubinterpreters", "_xxinterpchannels",
+        "_interpreters", "_interpchannels", "_interpqueues",
+    }
+)  # fmt: skip
 # /proc entries of a process (ours or another's) through which descriptors or memory can be reached.
 # (and the process folders themselves, which would serve as a dir_fd to reach them)
 PRIVATE_PROC = re.compile(
@@ -153,22 +165,22 @@ class Server:
         self.scratch = {path: os.stat(path).st_mode & 0o7777 for path in config["scratch_dirs"]}
         self.keep = frozenset(config.get("keep_paths", ()))
         self.nproc_base = config["nproc_base"]
-        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.native = _load_native(config["native"])
         self.pid = os.getpid()
         self.child = 0
         self.child_status: int | None = None
         # bwrap made the network namespace (unless the network is allowed); a local server makes its own
         private_network = self.mode == "init" and not config.get("network")
-        if config["unshare_net"] and self.libc.unshare(CLONE_NEWNET) == 0:
+        if config["unshare_net"] and _succeeds(self.native.unshare, CLONE_NEWNET):
             _loopback_up()
             private_network = True
         # SysV IPC objects outlive their creator: a namespace of our own lets us remove them after each run.
         self.own_ipc = self.mode == "init" or (
-            config.get("unshare_ipc") and self.libc.unshare(CLONE_NEWIPC) == 0
+            config.get("unshare_ipc") and _succeeds(self.native.unshare, CLONE_NEWIPC)
         )
-        self.libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # children may not ptrace us or read our /proc/*/mem
+        self.native.prctl_set(PR_SET_DUMPABLE, 0)  # children may not ptrace us or read our /proc/*/mem
         if self.mode == "subreaper":
-            self.libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+            self.native.prctl_set(PR_SET_CHILD_SUBREAPER, 1)
         for sig in (signal.SIGINT, *_STOP_SIGNALS):
             signal.signal(sig, signal.SIG_IGN)  # only the host stops us, with SIGKILL
         self.wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -179,17 +191,15 @@ class Server:
         for name in OPTIONAL_PRELOAD:
             with contextlib.suppress(ImportError):
                 importlib.import_module(name)
-        if "numpy" in sys.modules:  # a forked child must not replay the server's random stream
-            os.register_at_fork(after_in_child=sys.modules["numpy"].random.seed)
         self.coverage = _prepared_coverage(self.work_dir) if config.get("coverage") else None
-        self.confine = _import_sibling("confine")
+        self.confine = _import_sibling("confine").Confinement(self.native)
         self.ruleset = self.confine.build_ruleset(config.get("read", ()), config.get("write", ()))
         seccomp = _import_sibling("seccomp")
         machine = os.uname().machine
         families = seccomp.socket_families(bool(config.get("network")), private_network)
         self.filter = seccomp.program(machine, families) if seccomp.supported(machine) else None
         gc.freeze()  # keeps the children's garbage collector off the shared pages (fewer copy-on-write faults)
-        # RLIMIT_AS counts what the preloaded modules reserved (numpy: ~120 MB): memory_mb is on top of it.
+        # RLIMIT_AS counts what the preloaded modules reserved: memory_mb is on top of it.
         self.base_vm = _address_space()
         self._empty_scratch()
 
@@ -225,12 +235,13 @@ class Server:
         else:
             for name, text in job["files"].items():
                 _write_file(_inside(self.work_dir, name), text)
-        pipes = {name: os.pipe() for name in ("stdout", "stderr", "report", "key", "data")}
+        pipes = {name: os.pipe() for name in ("stdout", "stderr", "report", "key", "data", "channel")}
         self.child, self.child_status = 0, None
+        channel_token = os.urandom(16).hex().encode()  # before the fork: the child's writer holds it
         start = time.monotonic()
         pid = os.fork()
         if pid == 0:
-            self._child(job, stdin_fd, pipes)
+            self._child(job, stdin_fd, pipes, channel_token)
         self.child = pid
         os.close(stdin_fd)
         for name, (r, w) in pipes.items():
@@ -240,13 +251,14 @@ class Server:
             with contextlib.suppress(OSError):  # a dead child closed its end: it cannot pass anyway
                 os.write(pipes["key"][1], nonce)
         os.close(pipes["key"][1])
-        names = ("stdout", "stderr", "report", "data")
+        names = ("stdout", "stderr", "report", "data", "channel")
         streams = {pipes[name][0]: bytearray() for name in names}
         caps = {
             pipes["stdout"][0]: limits["max_output_bytes"],
             pipes["stderr"][0]: limits["max_output_bytes"],
             pipes["report"][0]: _REPORT_CAP,
             pipes["data"][0]: _DATA_CAP,
+            pipes["channel"][0]: _DATA_CAP,
         }
         outputs = {pipes["stdout"][0], pipes["stderr"][0]}  # past their cap the run stops
         stop = self._supervise(streams, caps, outputs, start + limits["timeout_s"])
@@ -256,14 +268,14 @@ class Server:
             if _drain(fd, streams[fd], caps[fd]) and stop is None and fd in outputs:
                 stop = "output_limit"
             os.close(fd)
-        out, err, report, data = (bytes(streams[pipes[name][0]]) for name in names)
+        out, err, report, data, channel = (bytes(streams[pipes[name][0]]) for name in names)
         status, exit_code, detail = self._verdict(job, stop, nonce, report, out)
         restart = False
         try:
             self._empty_scratch()
             if self.own_ipc:
-                _remove_sysv_ipc(self.libc)
-            _clear_keyrings(self.libc)
+                _remove_sysv_ipc(self.native)
+            _clear_keyrings(self.native)
         except OSError as exc:  # e.g. a folder the run made undeletable: a fresh worker is cheaper
             restart, detail = True, f"{detail} (scratch cleanup failed: {exc}; worker restarts)".strip()
         result = {
@@ -275,8 +287,10 @@ class Server:
             "detail": detail,
             "restart": restart,
         }
-        if job.get("coverage") and status == "passed":
+        if job.get("coverage") and status in ("passed", "passed_unverified"):
             result["coverage"] = _parse_coverage(data)
+        if job.get("channel"):
+            result["channel"] = _records(channel, channel_token)
         return result
 
     def _stdin(self, text: str | None) -> int:
@@ -362,6 +376,8 @@ class Server:
             missing = f"; pass marker {marker!r} not in stdout" if code == 0 else ""
             return "failed", code, f"exited with code {code}{missing}"
         if report == nonce and code == 0:
+            if job.get("unverified"):  # raw memory was within reach: the nonce proves less
+                return "passed_unverified", 0, "passed in the declared unverified mode (raw memory allowed)"
             return "passed", 0, ""
         if not report:
             return "failed", code, f"exited with code {code} before the tests finished (no pass sentinel)"
@@ -387,10 +403,12 @@ class Server:
             _empty_dir(path, self.keep)
         os.makedirs(self.work_dir, exist_ok=True)
 
-    def _child(self, job: dict, stdin_fd: int, pipes: dict[str, tuple[int, int]]) -> NoReturn:
+    def _child(
+        self, job: dict, stdin_fd: int, pipes: dict[str, tuple[int, int]], channel_token: bytes
+    ) -> NoReturn:
         """Become the sandboxed process; never returns."""
         try:
-            self.libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # dies with the server
+            self.native.prctl_set(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the server
             if os.getppid() != self.pid:  # the server died before the line above
                 os._exit(70)
             os.setsid()
@@ -402,7 +420,9 @@ class Server:
             os.dup2(pipes["stdout"][1], 1)
             os.dup2(pipes["stderr"][1], 2)
             report_fd, key_fd, data_fd = pipes["report"][1], pipes["key"][0], pipes["data"][1]
-            keep = {report_fd, key_fd, data_fd} | ({self.ruleset} if self.ruleset is not None else set())
+            channel_fd = pipes["channel"][1] if job.get("channel") else None
+            keep = {report_fd, key_fd, data_fd, channel_fd} - {None}
+            keep |= {self.ruleset} if self.ruleset is not None else set()
             _close_fds_except(keep)
             _set_rlimits(job["limits"], self.nproc_base, self.base_vm)
             os.chdir(self.work_dir)
@@ -419,6 +439,8 @@ class Server:
                 writable = tuple(
                     os.path.realpath(d).rstrip("/") + "/" for d in (*self.scratch, self.work_dir)
                 )
+                if channel_fd is not None:  # the wrapper program takes it (and so removes it) first
+                    builtins.__editforge_report__ = _channel_writer(channel_fd, channel_token)
                 _run_python(job, main_path, collector, key_fd, report_fd, data_fd, writable)
             _exec_command(job["argv"])
         except BaseException as exc:  # the harness failed in the child: never return to the server loop
@@ -439,6 +461,11 @@ def _run_python(
     expected values. The nonce is read and its pipe closed before the program starts; from then
     on it, like the tests' code, lives only in the arguments of ``functools.partial`` objects
     that C code calls one after the other.
+
+    A wrapper program (``candidate_file`` set: it compiles the candidate itself) does not get the
+    tests either: it takes ``__editforge_tests__`` out of the builtins and calls it with a function
+    to run once the tests end (with the exception that ended them, or None); it gets back the
+    namespace the tests will run in, which it fills with what they may see.
     """
     exit_ = os._exit  # bound now: the program may replace os._exit
     module = _main_module(main_path)
@@ -450,7 +477,12 @@ def _run_python(
         exit_(_fail(exc, report_fd))
     # Forks of the program do not speak for the run (closerange cannot raise).
     os.register_at_fork(after_in_child=functools.partial(os.closerange, report_fd, report_fd + 1))
-    _install_guard(DENIED_EVENTS, PRIVATE_PROC, job.get("candidate_file") or main_path, writable)
+    strict = not job.get("unverified")
+    _install_guard(DENIED_EVENTS, PRIVATE_PROC, job.get("candidate_file") or main_path, writable, strict)
+    namespace, finish = module.__dict__, []
+    if job.get("candidate_file"):
+        namespace = {}
+        builtins.__editforge_tests__ = functools.partial(_register_wrapper, namespace, finish)
     try:
         collections.deque(
             map(
@@ -460,14 +492,17 @@ def _run_python(
                     functools.partial(
                         exec,
                         compile(job.pop("tests"), TESTS_FILE, "exec", dont_inherit=True, optimize=0),
-                        module.__dict__,
+                        namespace,
                     ),
+                    functools.partial(_finish, finish, None),
                     functools.partial(os.write, report_fd, _take_nonce(key_fd)),
                 ),
             ),
             0,
         )
     except BaseException as exc:  # everything the program raises, SystemExit included, is a failure
+        with contextlib.suppress(BaseException):
+            _finish(finish, exc)
         exit_(_fail(exc, report_fd))
     _flush_stdio()
     exit_(0)  # skips atexit hooks and waiting for non-daemon threads: the verdict is already final
@@ -493,9 +528,8 @@ def _run_measured(
         exit_(_fail(exc, report_fd))
     os.register_at_fork(after_in_child=functools.partial(os.closerange, report_fd, report_fd + 1))
     collector.start()
-    _install_guard(
-        DENIED_EVENTS - _TRACING_EVENTS, PRIVATE_PROC, job.get("candidate_file") or main_path, writable
-    )
+    candidate_file, strict = job.get("candidate_file") or main_path, not job.get("unverified")
+    _install_guard(DENIED_EVENTS - _TRACING_EVENTS, PRIVATE_PROC, candidate_file, writable, strict)
     try:
         collections.deque(
             map(
@@ -533,6 +567,42 @@ _CODE_ATTRS = _FRAME_ATTRS | {"f_code", "__code__", "gi_code", "cr_code", "ag_co
 _TRACING_EVENTS = frozenset({"sys.settrace", "sys.setprofile", "sys.monitoring.register_callback"})
 
 
+def _register_wrapper(namespace: dict, finish: list, after=None) -> dict:
+    """``__editforge_tests__`` of a wrapper program: keep ``after`` for when the tests end and hand
+    out the namespace they will run in."""
+    if after is not None:
+        finish.append(after)
+    return namespace
+
+
+def _finish(finish: list, exc: BaseException | None) -> None:
+    """Call the wrapper's end-of-tests function once (it may raise: the run then fails)."""
+    while finish:
+        finish.pop()(exc)
+
+
+def _channel_writer(fd: int, token: bytes):
+    """The function a trusted wrapper program reports through (``Sandbox.run(channel=True)``): one
+    record per call, a line on a pipe of its own, never stdout. The server keeps only lines that
+    carry this run's token, which is in no program text; the program can still reach the writer
+    itself through the wrapper's closures (docs/sandbox.md)."""
+    prefix, write = token + b" ", os.write
+
+    def report(record: str) -> None:
+        view = memoryview(prefix + record.replace("\n", " ").encode("utf-8", "replace") + b"\n")
+        while view:
+            view = view[write(fd, view) :]
+
+    return report
+
+
+def _records(channel: bytes, token: bytes) -> str:
+    """The lines of the channel that carry ``token``, without it (anything else was not the writer's)."""
+    prefix = token + b" "
+    lines = [line[len(prefix) :] for line in channel.split(b"\n") if line.startswith(prefix)]
+    return b"\n".join(lines).decode("utf-8", errors="replace")
+
+
 def _take_nonce(key_fd: int) -> bytearray:
     """The nonce, in a buffer that every fork of the program zeroes: a forked copy of the run that
     passes cannot hand the nonce to the run itself (which would then pass whatever it did)."""
@@ -543,18 +613,30 @@ def _take_nonce(key_fd: int) -> bytearray:
 
 
 def _install_guard(
-    denied: frozenset[str], private_proc: re.Pattern, candidate_file: str, writable: tuple[str, ...]
+    denied: frozenset[str],
+    private_proc: re.Pattern,
+    candidate_file: str,
+    writable: tuple[str, ...],
+    strict: bool = True,
 ) -> None:
     """Add the audit hook that refuses ``denied`` events, opening private /proc entries, loading
     bytecode files from a writable folder (a crafted ``.pyc`` would run unchecked bytecode), and
-    the routes to the tests:
+    the routes to the tests and to raw memory:
 
     - reading the tests' code (``f_code``, ``__code__``, ``gi_code``...) or a frame running it
       (``tb_frame``, ``gi_frame``...), whoever asks: ``dis``, ``inspect`` and ``traceback`` called
       by the program are refused too, and a failing run's traceback is printed by C code, which
       reads no attribute through Python;
     - ``sys._getframe`` and reads of frame and code attributes made by the candidate's own code
-      (``candidate_file``: main.py, or the name a wrapper program compiles it under).
+      (``candidate_file``: main.py, or the name a wrapper program compiles it under);
+    - new code objects (``code.__new__``, ``code.replace``) and ``__code__`` assignments, except
+      ``types.coroutine``'s flag change (asyncio needs it): crafted bytecode reads and writes
+      memory unchecked;
+    - ``marshal.loads``, except importlib's own loading of a ``.pyc`` (its own loader classes and
+      file reading, unpatched);
+    - strict mode: importing a module that offers raw memory (``RAW_MEMORY_MODULES``, matched on
+      any component of the module's name and on the shared object's file name), as an ImportError,
+      so that code with an optional dependency falls back.
 
     File names are compared only as exact ``str`` (a subclass could answer any comparison).
     Everything it uses is bound here, in its closure: a program that reaches the harness's
@@ -562,7 +644,10 @@ def _install_guard(
     """
     fspath, realpath, getframe, get_ident = os.fspath, os.path.realpath, sys._getframe, threading_ident
     str_, bytes_, int_, type_, getattr_, error = str, bytes, int, type, getattr, PermissionError
-    isinstance_ = isinstance
+    isinstance_, basename, import_error = isinstance, os.path.basename, ImportError
+    raw_modules = RAW_MEMORY_MODULES
+    coroutine_code = types.coroutine.__code__
+    own_bytecode = _bytecode_loading_checker()
     busy: set[int] = set()  # threads inside the hook, whose own lookups raise events too
 
     def code_of(obj, name):
@@ -572,6 +657,39 @@ def _install_guard(
     def named(code, name) -> bool:
         filename = getattr_(code, "co_filename", None)
         return type_(filename) is str_ and filename == name
+
+    def frames(event: str, args: tuple, caller) -> None:
+        watched = event == "object.__getattr__"
+        if named(caller.f_code, candidate_file):
+            raise error(f"{args[1] if watched else event} is not allowed in the sandbox")
+        if watched and named(code_of(args[0], args[1]), TESTS_FILE):
+            raise error("the tests' code is out of the program's reach")
+
+    def new_code(event: str, args: tuple, caller) -> None:
+        if caller.f_code is not coroutine_code:
+            raise error(f"{event} (new bytecode) is not allowed in the sandbox")
+
+    def unmarshal(event: str, args: tuple, caller) -> None:
+        if not own_bytecode(caller):
+            raise error(f"{event} is not allowed in the sandbox (only importlib loads bytecode)")
+
+    def imported(event: str, args: tuple, caller) -> None:
+        name, filename = args[0], args[1]
+        parts = name.split(".") if type_(name) is str_ else [name]
+        if type_(filename) is str_:
+            parts.append(basename(filename).partition(".")[0])
+        for part in parts:
+            if part in raw_modules:  # ImportError: code that can do without it falls back
+                raise import_error(
+                    f"importing {name} is not allowed in strict mode: {part} gives raw memory access "
+                    "(a problem that needs it runs in the declared unverified mode)",
+                    name=name,
+                )
+
+    checks = {"sys._getframe": frames, "code.__new__": new_code, "marshal.loads": unmarshal}
+    checks["marshal.load"] = unmarshal
+    if strict:
+        checks["import"] = imported
 
     def guard(event: str, args: tuple) -> None:
         if event in denied:
@@ -589,22 +707,53 @@ def _install_guard(
             if real.endswith(".pyc") and real.startswith(writable):
                 raise error(f"loading bytecode from {path!r} is not allowed in the sandbox")
             return
-        watched = event == "object.__getattr__" and args[1] in _CODE_ATTRS
-        if not (watched or event == "sys._getframe"):
+        if event == "object.__getattr__":
+            check = frames if args[1] in _CODE_ATTRS else None
+        elif event == "object.__setattr__":
+            check = new_code if args[1] == "__code__" else None
+        else:
+            check = checks.get(event)
+        if check is None:
             return
         thread = get_ident()
         if thread in busy:
             return
         busy.add(thread)
         try:
-            if named(getframe(1).f_code, candidate_file):
-                raise error(f"{args[1] if watched else event} is not allowed in the sandbox")
-            if watched and named(code_of(args[0], args[1]), TESTS_FILE):
-                raise error("the tests' code is out of the program's reach")
+            check(event, args, getframe(1))
         finally:
             busy.discard(thread)
 
     sys.addaudithook(guard)
+
+
+def _bytecode_loading_checker():
+    """A test of whether a ``marshal.loads`` comes from importlib loading a ``.pyc`` with its own,
+    unpatched classes and file reading (so the bytes are a compiled file's, not the program's):
+    ``caller`` is ``_compile_bytecode``, called by a stock loader's ``get_code``."""
+    bootstrap = sys.modules["importlib._bootstrap_external"]
+    io_module = bootstrap._io
+    compile_bytecode = bootstrap._compile_bytecode.__code__
+    get_codes = (bootstrap.SourceLoader.get_code.__code__, bootstrap.SourcelessFileLoader.get_code.__code__)
+    loaders = (bootstrap.SourceFileLoader, bootstrap.SourcelessFileLoader)
+    get_data, open_code, file_io = bootstrap.FileLoader.get_data, io_module.open_code, io_module.FileIO
+    type_, getattr_, dict_get = type, getattr, dict.get
+
+    def own(caller) -> bool:
+        outer = caller.f_back
+        if caller.f_code is not compile_bytecode or outer is None or outer.f_code not in get_codes:
+            return False
+        loader = dict_get(outer.f_locals, "self")
+        return (
+            type_(loader) in loaders
+            and "get_data" not in getattr_(loader, "__dict__", {})
+            and type_(loader).get_data is get_data
+            and bootstrap._io is io_module
+            and io_module.open_code is open_code
+            and io_module.FileIO is file_io
+        )
+
+    return own
 
 
 def _import_sibling(name: str) -> types.ModuleType:
@@ -776,25 +925,44 @@ def _parse_coverage(data: bytes) -> dict:
     return {"error": "the run passed but sent no readable coverage"}
 
 
-def _clear_keyrings(libc: ctypes.CDLL) -> None:
+def _clear_keyrings(native: types.ModuleType) -> None:
     """Empty the user and user-session keyrings, which outlive the run that filled them."""
-    keyctl = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
-    if keyctl is not None:
-        for keyring in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
-            libc.syscall(keyctl, KEYCTL_CLEAR, keyring)
+    for keyring in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
+        _succeeds(native.keyring_clear, keyring)
 
 
-def _remove_sysv_ipc(libc: ctypes.CDLL) -> None:
+def _remove_sysv_ipc(native: types.ModuleType) -> None:
     """Remove every SysV shared-memory segment, semaphore set and message queue in our namespace."""
-    for kind, remove in (("shm", libc.shmctl), ("sem", libc.semctl), ("msg", libc.msgctl)):
+    for kind in ("shm", "sem", "msg"):
         try:
             with open(f"/proc/sysvipc/{kind}") as f:
                 ids = [int(line.split()[1]) for line in f.readlines()[1:] if line.strip()]
         except (OSError, ValueError, IndexError):
             continue
         for ipc_id in ids:
-            args = (ipc_id, 0, IPC_RMID, None) if kind == "sem" else (ipc_id, IPC_RMID, None)
-            remove(*args)
+            _succeeds(native.ipc_remove, kind, ipc_id)
+
+
+def _succeeds(call, *args) -> bool:
+    """Whether a system call of the native module succeeded (False where it raised OSError)."""
+    try:
+        call(*args)
+    except OSError:
+        return False
+    return True
+
+
+def _load_native(path: str) -> types.ModuleType:
+    """The ``_editforge_sys`` module the host compiled (core/sandbox/native.py), from its path."""
+    import importlib.machinery
+    import importlib.util
+
+    loader = importlib.machinery.ExtensionFileLoader("_editforge_sys", path)
+    module = importlib.util.module_from_spec(
+        importlib.util.spec_from_file_location("_editforge_sys", path, loader=loader)
+    )
+    loader.exec_module(module)
+    return module
 
 
 def _loopback_up() -> None:

@@ -23,8 +23,8 @@ import subprocess
 import sys
 import tempfile
 
+from core.sandbox import native
 from core.sandbox.bwrap import DEVICES, readable_paths
-from core.sandbox.confine import landlock_abi
 from core.sandbox.worker import HARNESS, Profile, ServerSpec, sandbox_env
 
 logger = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ class LocalLauncher:
         if os.geteuid() == 0:
             confined = (
                 "Landlock keeps Python runs' opens to the system and work folders, but "
-                if landlock_abi()
+                if native.landlock_abi()
                 else ""
             )
             logger.warning(
@@ -63,6 +63,7 @@ class LocalLauncher:
             "network": profile.network,
             "read": readable_paths(self.python),
             "write": [root, "/dev/shm", *DEVICES],
+            "native": native.built(self.python),
         }
         argv = [self.python, "-I", HARNESS, json.dumps(config)]
         return ServerSpec(argv, sandbox_env(home=work_dir, tmp=work_dir), host_dir=root)

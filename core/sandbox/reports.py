@@ -1,24 +1,27 @@
-"""Measurements a program wrapper prints beside the sandbox's verdict (call counts, a spy's record).
+"""Measurements a wrapper program reports beside the sandbox's verdict (call counts, a spy's record).
 
-A wrapper writes one line `@@<tag> <token> <json>` to fd 1 when its program ends; the token is
-chosen per run by the host, and the last line with it counts (the program's own output, or a
-line it forged with another token, does not). The verdict itself stays the sandbox's.
+A wrapper run with ``Sandbox.run(..., channel=True)`` sends one record ``<tag> <json>`` through the
+sandbox's report channel when its program ends: a pipe of its own, never stdout, whose lines the
+server keeps only when they carry the run's token (in no program text).
+``ExecutionResult.channel`` holds those records; the last one with the tag counts. The verdict
+itself stays the sandbox's.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 
-def last_report(stdout: str, tag: str, token: str) -> dict[str, Any] | None:
-    """The last `@@<tag> <token> {...}` line's JSON, or None when the run never printed one."""
+def last_report(channel: str, tag: str) -> dict[str, Any] | None:
+    """The last ``<tag> {...}`` record's JSON, or None when the run never sent one."""
     found = None
-    for match in re.finditer(rf"^@@{re.escape(tag)} (\S+) (\{{.*\}})$", stdout, re.MULTILINE):
-        if match.group(1) == token:
+    for line in channel.splitlines():
+        name, _, text = line.partition(" ")
+        if name == tag:
             try:
-                found = json.loads(match.group(2))
+                value = json.loads(text)
             except json.JSONDecodeError:
-                found = None
+                value = None
+            found = value if isinstance(value, dict) else None
     return found

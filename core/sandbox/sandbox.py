@@ -9,9 +9,9 @@ from typing import Protocol
 
 from core.sandbox import cgroup
 from core.sandbox.bwrap import BwrapLauncher, bwrap_available
-from core.sandbox.confine import landlock_abi
 from core.sandbox.limits import SandboxLimits
 from core.sandbox.local import LocalLauncher, can_unshare_network
+from core.sandbox.native import landlock_abi
 from core.sandbox.pool import WorkerPool
 from core.sandbox.result import ExecutionResult
 from core.sandbox.seccomp import supported as seccomp_supported
@@ -24,6 +24,7 @@ class Sandbox(Protocol):
     """Runs untrusted programs; see ForkServerSandbox for the semantics and guarantees."""
 
     backend: str
+    strict: bool
 
     def run(
         self,
@@ -35,6 +36,8 @@ class Sandbox(Protocol):
         limits: SandboxLimits | None = None,
         coverage: bool = False,
         candidate_file: str | None = None,
+        unverified: bool = False,
+        channel: bool = False,
     ) -> ExecutionResult: ...
 
     def run_many(
@@ -45,6 +48,8 @@ class Sandbox(Protocol):
         limits: SandboxLimits | None = None,
         coverage: bool = False,
         candidate_file: str | None = None,
+        unverified: bool | Sequence[bool] = False,
+        channel: bool = False,
     ) -> list[ExecutionResult]: ...
 
     def run_command(
@@ -89,9 +94,14 @@ class ForkServerSandbox:
     """
 
     def __init__(
-        self, launcher: Launcher, limits: SandboxLimits | None = None, workers: int | None = None
+        self,
+        launcher: Launcher,
+        limits: SandboxLimits | None = None,
+        workers: int | None = None,
+        strict: bool = True,
     ) -> None:
         self.backend = launcher.backend
+        self.strict = strict
         self.limits = limits or SandboxLimits()
         self._cgroups = tuple(sorted(cgroup.available()))
         use_cgroup = bool(self._cgroups)
@@ -109,17 +119,26 @@ class ForkServerSandbox:
         limits: SandboxLimits | None = None,
         coverage: bool = False,
         candidate_file: str | None = None,
+        unverified: bool = False,
+        channel: bool = False,
     ) -> ExecutionResult:
         """Run ``program`` followed by ``tests`` in one interpreter; see the class docstring.
 
         ``candidate_file``: the file name under which the untrusted code is compiled, when the
         program is a trusted wrapper that compiles the candidate itself (None: the program is the
-        candidate); the audit hook refuses frame and code access to that code."""
+        candidate); the audit hook refuses frame and code access to that code. ``unverified``:
+        the declared unverified mode (modules with raw memory access may be imported; a pass is
+        ``passed_unverified``), for problems that need numpy or ctypes. ``channel``: a wrapper
+        program reports records through a pipe of its own (it takes the writer with
+        ``builtins.__dict__.pop("__editforge_report__")`` before the candidate runs); they come back
+        in ``ExecutionResult.channel``."""
         if language != "python":
             raise ValueError(
                 f"run() executes python; for {language!r} build a command line and use run_command()"
             )
-        job = _python_job(program, tests, stdin, coverage, candidate_file)
+        job = _python_job(
+            program, tests, stdin, coverage, candidate_file, unverified or not self.strict, channel
+        )
         return self._pool.submit(job, limits or self.limits).result()
 
     def run_many(
@@ -130,10 +149,19 @@ class ForkServerSandbox:
         limits: SandboxLimits | None = None,
         coverage: bool = False,
         candidate_file: str | None = None,
+        unverified: bool | Sequence[bool] = False,
+        channel: bool = False,
     ) -> list[ExecutionResult]:
-        """Run (program, tests) pairs in parallel, at most ``workers`` at a time; results in job order."""
+        """Run (program, tests) pairs in parallel, at most ``workers`` at a time; results in job order.
+        ``unverified``: one flag for all jobs, or one per job (see ``run``)."""
         concurrency = workers or self._pool.size
-        messages = [_python_job(program, tests, None, coverage, candidate_file) for program, tests in jobs]
+        flags = [unverified] * len(jobs) if isinstance(unverified, bool) else list(unverified)
+        if len(flags) != len(jobs):
+            raise ValueError(f"{len(flags)} unverified flags for {len(jobs)} jobs")
+        messages = [
+            _python_job(program, tests, None, coverage, candidate_file, flag or not self.strict, channel)
+            for (program, tests), flag in zip(jobs, flags, strict=True)
+        ]
         return self._pool.map(messages, limits or self.limits, concurrency)
 
     def run_command(
@@ -228,23 +256,33 @@ def make_sandbox(
     limits: SandboxLimits | None = None,
     workers: int | None = None,
     python: str | None = None,
+    strict: bool = True,
 ) -> Sandbox:
     """``"auto"``: bwrap where it works (probed once), else local; ``"bwrap"`` raises SandboxUnavailable
     with the reason and the fix when it cannot run here. ``python``: the interpreter Python runs
     use (e.g. a virtualenv with another version of a library installed); its environment is
-    readable inside the sandbox, nothing else changes."""
+    readable inside the sandbox, nothing else changes. ``strict=False`` runs every Python job in
+    the declared unverified mode (see ``ForkServerSandbox.run``)."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown sandbox backend {backend!r}; choose one of {BACKENDS}")
     if backend == "auto":
         backend = "bwrap" if bwrap_available() else "local"
     launcher = BwrapLauncher(python) if backend == "bwrap" else LocalLauncher(python)
-    return ForkServerSandbox(launcher, limits, workers)
+    return ForkServerSandbox(launcher, limits, workers, strict)
 
 
 def _python_job(
-    program: str, tests: str, stdin: str | None, coverage: bool, candidate_file: str | None = None
+    program: str,
+    tests: str,
+    stdin: str | None,
+    coverage: bool,
+    candidate_file: str | None = None,
+    unverified: bool = False,
+    channel: bool = False,
 ) -> dict:
     return {
+        "unverified": unverified,
+        "channel": channel,
         "kind": "python",
         "program": program,
         "tests": tests,

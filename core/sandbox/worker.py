@@ -16,7 +16,7 @@ from typing import Protocol
 from core.sandbox.cgroup import Cgroup
 from core.sandbox.harness import read_message, write_message
 from core.sandbox.limits import SandboxLimits
-from core.sandbox.result import STATUSES, ExecutionResult
+from core.sandbox.result import PASSING, STATUSES, ExecutionResult
 
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness.py")
 START_TIMEOUT_S = 60.0
@@ -221,7 +221,7 @@ def _to_result(reply: dict) -> ExecutionResult:
         ok = (
             status in STATUSES
             and (exit_code is None or isinstance(exit_code, int))
-            and all(isinstance(reply.get(k, ""), str) for k in ("stdout", "stderr", "detail"))
+            and all(isinstance(reply.get(k, ""), str) for k in ("stdout", "stderr", "detail", "channel"))
             and isinstance(reply.get("duration_s", 0.0), (int, float))
         )
     except (KeyError, TypeError):
@@ -233,13 +233,14 @@ def _to_result(reply: dict) -> ExecutionResult:
         return ExecutionResult.error(f"malformed reply from the sandbox server: {str(reply)[:200]}")
     return ExecutionResult(
         status,
-        status == "passed",
+        status in PASSING,
         exit_code,
         reply.get("stdout", ""),
         reply.get("stderr", ""),
         float(reply.get("duration_s", 0.0)),
         reply.get("detail", ""),
         coverage,
+        reply.get("channel", ""),
     )
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import ast
 import json
 import re
-import secrets
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import Any
 
 from core.benchmarks.novelapi import CANDIDATE_FILE, program, read_spy
 from core.sandbox import Sandbox
+from core.sandbox.declared import unverified_flags
 
 TODO = "# TODO: complete this step"
 LEVELS = (1, 2, 3)
@@ -241,6 +241,12 @@ def _tests(out_repr: str, type_name: str, call: str) -> str:
         return ASSERT_REPR.format(expected=out_repr, call=call, type_name=type_name)
 
 
+def library_unverified(sandbox: Sandbox, library: str) -> bool:
+    """Whether programs of ``library`` run in the sandbox's declared unverified mode: the library
+    itself loads a module with raw memory access (numpy, ctypes)."""
+    return unverified_flags(sandbox, [(f"import {library}\n",)])[0]
+
+
 @dataclass
 class TaskBuilder:
     """Runs references under the spy with the new version's interpreter; counts every drop."""
@@ -250,15 +256,13 @@ class TaskBuilder:
 
     def finish(self, bundle: dict[str, Any], drafts_: list[Draft]) -> list[dict[str, Any]]:
         paths = bundle.get("paths") or [bundle["qualname"]]
-        tokens = [secrets.token_hex(8) for _ in drafts_]
-        capture = [
-            (program(d.reference, paths, CAPTURE.format(call=d.call), t), "")
-            for d, t in zip(drafts_, tokens, strict=True)
-        ]
+        capture = [(program(d.reference, paths), CAPTURE.format(call=d.call)) for d in drafts_]
         tasks = []
-        for draft, token, result in zip(
-            drafts_, tokens, self.sandbox.run_many(capture, candidate_file=CANDIDATE_FILE), strict=True
-        ):
+        unverified = library_unverified(self.sandbox, bundle["library"])
+        results = self.sandbox.run_many(
+            capture, candidate_file=CANDIDATE_FILE, unverified=unverified, channel=True
+        )
+        for draft, result in zip(drafts_, results, strict=True):
             lines = dict(re.findall(r"^(@@out2?) (.*)$", result.stdout, re.MULTILINE))
             if not result.passed or "@@out" not in lines:
                 self.dropped["reference_fails"] += 1
@@ -267,7 +271,7 @@ class TaskBuilder:
             if ast.literal_eval(lines["@@out2"]) != first:
                 self.dropped["unstable_output"] += 1
                 continue
-            spy = read_spy(result.stdout, token) or {}
+            spy = read_spy(result.channel) or {}
             tasks.append(
                 {
                     "id": draft.id,
@@ -289,15 +293,15 @@ class TaskBuilder:
 
     def check_c1(self, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """C1: the reference passes its own tests, with the API called (always checked)."""
-        tokens = [secrets.token_hex(8) for _ in tasks]
-        jobs = [
-            (program(t["reference"], t["paths"], t["tests"], k), "")
-            for t, k in zip(tasks, tokens, strict=True)
-        ]
+        jobs = [(program(t["reference"], t["paths"]), t["tests"]) for t in tasks]
         kept = []
-        for task, result in zip(
-            tasks, self.sandbox.run_many(jobs, candidate_file=CANDIDATE_FILE) if jobs else [], strict=True
-        ):
+        unverified = [library_unverified(self.sandbox, t["library"]) for t in tasks]
+        results = (
+            self.sandbox.run_many(jobs, candidate_file=CANDIDATE_FILE, unverified=unverified, channel=True)
+            if jobs
+            else []
+        )
+        for task, result in zip(tasks, results, strict=True):
             if result.passed:
                 kept.append({**task, "c1": True})
             else:

@@ -9,7 +9,6 @@ skipped and recorded as `null`. Completions run in the sandbox under the spy, li
 
 from __future__ import annotations
 
-import secrets
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +17,7 @@ from core.formats import get_format
 from core.knowledge import PARTS, render_knowledge
 from core.openai_client import OpenAIClient
 from core.sandbox import Sandbox
+from data_pipeline.novel_api.tasks import library_unverified
 
 if TYPE_CHECKING:
     from data_pipeline.novel_api.app import ValidateConfig
@@ -25,11 +25,12 @@ if TYPE_CHECKING:
 
 def _passes(sandbox: Sandbox, task: dict, completions: list[str]) -> list[bool]:
     chat = get_format("chat")
-    jobs = [
-        (program(chat.extract(text), task["paths"], task["tests"], secrets.token_hex(8)), "")
-        for text in completions
-    ]
-    return [r.passed for r in sandbox.run_many(jobs, candidate_file=CANDIDATE_FILE)] if jobs else []
+    jobs = [(program(chat.extract(text), task["paths"]), task["tests"]) for text in completions]
+    if not jobs:
+        return []
+    unverified = library_unverified(sandbox, task["library"])
+    results = sandbox.run_many(jobs, candidate_file=CANDIDATE_FILE, unverified=unverified, channel=True)
+    return [r.passed for r in results]
 
 
 def _ask(client: OpenAIClient, model: str, task: dict, knowledge: str, n: int) -> list[str]:

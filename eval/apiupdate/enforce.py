@@ -4,7 +4,7 @@
 **compile stage** first (`compile_stage`: degenerate generation, `compile()`, the entry
 point's definition, and an AST check that calls of the modified API match its new
 signature); a sample that fails it is not executed. The rest run in the existing sandbox as
-one program: `runtime.py`'s source, then `apiupdate_main(spec, code, tests, token)`, which
+one program: `runtime.py`'s source, then `apiupdate_main(spec, code)` (the tests go to the sandbox apart), which
 runs the code against the modified API and prints the call counts. `Outcome` joins the
 sandbox's verdict, the counts and the compile stage into one taxonomy class (`OUTCOMES`,
 precedence written in `classify`).
@@ -18,7 +18,6 @@ process and could be edited by it, so they only tell the failure classes apart.
 from __future__ import annotations
 
 import ast
-import secrets
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -27,6 +26,7 @@ from typing import Any
 
 from core.benchmarks.apiupdate import Modification
 from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
+from core.sandbox.declared import unverified_flags
 from core.sandbox.reports import last_report
 from core.signatures import Signature
 from eval.apiupdate.apis import api_calls, references
@@ -256,16 +256,17 @@ def compile_stage(code: str, mod: Modification, entry_point: str, n_params: int 
 
 
 # ------------------------------------------------------------------------------ the run
-def program(code: str, mod: Modification, tests: str, token: str, absent: bool = False) -> str:
-    """The text the sandbox runs: the runtime, then one call that runs `code` and `tests`
-    (`absent`: in an environment without the API, for the adoption check)."""
+def program(code: str, mod: Modification, absent: bool = False) -> str:
+    """The text the sandbox runs, with the tests passed apart (`candidate_file=CANDIDATE_FILE`,
+    `channel=True`): the runtime, then one call that runs `code` (`absent`: in an environment
+    without the API, for the adoption check)."""
     spec = {**mod.spec(), "absent": absent}
-    return f"{RUNTIME_SOURCE}\n\napiupdate_main({spec!r}, {code!r}, {tests!r}, {token!r})\n"
+    return f"{RUNTIME_SOURCE}\n\napiupdate_main({spec!r}, {code!r})\n"
 
 
-def read_report(stdout: str, token: str) -> dict[str, Any] | None:
-    """The runtime's last report line with this run's token (other lines are the program's)."""
-    return last_report(stdout, "apiupdate", token)
+def read_report(channel: str) -> dict[str, Any] | None:
+    """The runtime's report (``ExecutionResult.channel``), or None when the run never sent one."""
+    return last_report(channel, "apiupdate")
 
 
 def classify(
@@ -315,18 +316,17 @@ def run_enforced(
     for i, job in enumerate(jobs):
         stopped = compile_stage(job.code, job.modification, job.entry_point, job.n_params)
         if stopped is None:
-            runnable.append((i, secrets.token_hex(8)))
+            runnable.append(i)
         else:
             outcomes[i] = Outcome(stopped, compiles=False, passed=False, adopted=False, status="not_run")
-    programs = [
-        (program(jobs[i].code, jobs[i].modification, jobs[i].tests, token), "") for i, token in runnable
-    ]
-    results = sandbox.run_many(programs, limits=limits, candidate_file=CANDIDATE_FILE) if programs else []
+    programs = [(program(jobs[i].code, jobs[i].modification), jobs[i].tests) for i in runnable]
+    unverified = _declared(sandbox, [jobs[i] for i in runnable])
+    results = _run(sandbox, programs, limits, unverified)
     without = _passes_without(
-        sandbox, [jobs[i] for (i, _), r in zip(runnable, results, strict=True) if r.passed], limits
+        sandbox, [jobs[i] for i, r in zip(runnable, results, strict=True) if r.passed], limits
     )
-    for (i, token), result in zip(runnable, results, strict=True):
-        report = read_report(result.stdout, token)
+    for i, result in zip(runnable, results, strict=True):
+        report = read_report(result.channel)
         outcome, passed = classify(result, report, result.passed and next(without))
         counts = (report or {}).get("counts") or {}
         outcomes[i] = Outcome(
@@ -344,11 +344,23 @@ def run_enforced(
 
 def _passes_without(sandbox: Sandbox, jobs: Sequence[EnforcedJob], limits: SandboxLimits | None):
     """Whether each job also passes with its API absent: the second run that decides adoption."""
-    programs = [
-        (program(j.code, j.modification, j.tests, secrets.token_hex(8), absent=True), "") for j in jobs
-    ]
-    results = sandbox.run_many(programs, limits=limits, candidate_file=CANDIDATE_FILE) if programs else []
-    return iter([r.passed for r in results])
+    programs = [(program(j.code, j.modification, absent=True), j.tests) for j in jobs]
+    return iter([r.passed for r in _run(sandbox, programs, limits, _declared(sandbox, jobs))])
+
+
+def _run(sandbox: Sandbox, programs: list[tuple[str, str]], limits, unverified: list[bool]) -> list:
+    """The wrapper programs' results (the runtime reports through the sandbox's channel)."""
+    if not programs:
+        return []
+    return sandbox.run_many(
+        programs, limits=limits, candidate_file=CANDIDATE_FILE, unverified=unverified, channel=True
+    )
+
+
+def _declared(sandbox: Sandbox, jobs: Sequence[EnforcedJob]) -> list[bool]:
+    """The declared unverified mode, from what the benchmark itself imports: the tests and the
+    modified API's module (never the sample)."""
+    return unverified_flags(sandbox, [(j.tests, f"import {j.modification.module}\n") for j in jobs])
 
 
 def calls_api(code: str, api: str) -> bool:

@@ -1,7 +1,8 @@
 """The enforcing environment of the API-update benchmark; runs INSIDE the sandbox.
 
 Standard library only: `eval/apiupdate/enforce.py` embeds this file's source in every program
-it sends to the sandbox, followed by one call of `apiupdate_main(spec, candidate, tests, token)`.
+it sends to the sandbox, followed by one call of `apiupdate_main(spec, candidate)`; the tests
+go to the sandbox apart and run after it, in the namespace this program prepares.
 
 The candidate runs against a patched copy of the builtins (a dict) and module proxies (copies
 of the real modules' namespaces), handed to it through its own `__builtins__` and an import
@@ -16,9 +17,11 @@ unmodified API, counted); with `absent` set, the API is not there at all (neithe
 run that decides whether a passing sample needed it. Calls are counted: `new` (the modified API called as its new
 signature allows), `old` (the old name, the old call form of S2, the old argument order of
 S3), `bad` (the new API called with arguments its signature rejects) and `mismatch` (an S4
-result used as the old return type). At the end, pass or fail, one line
-`@@apiupdate <token> <json>` goes to fd 1 with the counts and the exception that ended the
-run. The counts are a measurement, not a security boundary: the verdict is the sandbox's.
+result used as the old return type). At the end, pass or fail, one record `apiupdate <json>`
+with the counts and the exception that ended the run goes through the sandbox's report channel
+(a pipe of its own, never stdout; the writer is taken from the builtins before the candidate
+runs, and the token that marks its lines is in no program text). The counts are a measurement,
+not a security boundary: the verdict is the sandbox's, and adoption is decided by a second run.
 """
 
 import builtins
@@ -26,28 +29,8 @@ import functools
 import importlib
 import inspect
 import json
-import os
 import sys
 import types
-
-_write = os.write  # bound before the candidate runs: it may replace os.write or sys.stdout
-_dup2, _open, _devnull, _wronly = os.dup2, os.open, os.devnull, os.O_WRONLY
-_stdout = sys.stdout  # the real one; the program may replace sys.stdout
-
-
-def _flush_stdout():
-    """Before the report: what was printed so far goes out ahead of it."""
-    try:
-        _stdout.flush()
-    except Exception:  # a closed or broken stream: the report still goes to fd 1
-        return
-
-
-def _silence_stdout():
-    """After the report: fd 1 points at /dev/null, so nothing left buffered (a replaced
-    sys.stdout, a line written and not flushed) can land behind the report."""
-    _dup2(_open(_devnull, _wronly), 1)
-
 
 _REAL_IMPORT = builtins.__import__
 
@@ -407,33 +390,34 @@ def _failure(exc, phase):
     }
 
 
-def apiupdate_main(
-    spec, candidate, tests, token, _exec=exec, _compile=compile, _builtins=builtins, _dumps=json.dumps
-):
-    """Run `candidate` in the modified environment, then `tests` with the real builtins.
+def apiupdate_main(spec, candidate, _exec=exec, _compile=compile, _builtins=builtins, _dumps=json.dumps):
+    """Run `candidate` in the modified environment, and prepare the namespace in which the sandbox
+    then runs the tests, with the real builtins (the tests never pass through this program).
 
     Everything used after the candidate has run is bound here, at definition time (the default
     arguments), so a candidate that replaces `exec` or `compile` in `__main__` or in the real
-    builtins cannot skip the tests.
+    builtins changes nothing of it.
     """
+    send = _builtins.__dict__.pop("__editforge_report__")  # the sandbox's channel: run with channel=True
+    register = _builtins.__dict__.pop("__editforge_tests__")  # the sandbox's tests, run after this
     env = Environment(spec)
     namespace = {"__builtins__": env.builtins, "__name__": "__main__"}
     report = {"counts": env.counts, "error": None}
-    phase = "candidate"
+
+    def after(exc):
+        report["error"] = None if exc is None else _failure(exc, "tests")
+        send("apiupdate " + _dumps(report))
+
     try:
         _exec(_compile(candidate, "<candidate>", "exec", dont_inherit=True), namespace)
-        phase = "tests"
-        env.testing = True  # new-API calls count from here: a call at import time is no adoption
-        test_namespace = {"__builtins__": _builtins, "__name__": "__main__"}
-        # the tests see the candidate's names, but modules as they really are
-        test_namespace.update(
-            {k: env.exported(env.reals.get(id(v), v)) for k, v in namespace.items() if not k.startswith("__")}
-        )
-        _exec(_compile(tests, "<tests>", "exec", dont_inherit=True), test_namespace)
     except BaseException as exc:
-        report["error"] = _failure(exc, phase)
+        report["error"] = _failure(exc, "candidate")
+        send("apiupdate " + _dumps(report))
         raise
-    finally:
-        _flush_stdout()
-        _write(1, f"\n@@apiupdate {token} {_dumps(report)}\n".encode("utf-8", "replace"))
-        _silence_stdout()  # nothing the program left buffered can come after the report
+    env.testing = True  # new-API calls count from here: a call at import time is no adoption
+    tests_namespace = register(after)
+    tests_namespace.update({"__builtins__": _builtins, "__name__": "__main__"})
+    # the tests see the candidate's names, but modules as they really are
+    tests_namespace.update(
+        {k: env.exported(env.reals.get(id(v), v)) for k, v in namespace.items() if not k.startswith("__")}
+    )

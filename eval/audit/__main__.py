@@ -94,7 +94,7 @@ def run(cfg: AuditConfig, resolved: dict[str, Any]) -> None:
         seed=cfg.seed,
     )
     s = cfg.sandbox
-    with make_sandbox(s.backend, limits=s.limits, workers=s.workers) as sandbox:
+    with make_sandbox(s.backend, limits=s.limits, workers=s.workers, strict=s.strict) as sandbox:
         audit = run_audit(
             cfg.benchmark.name, problems, sandbox, s.limits, options, lambda step: log.info("audit: %s", step)
         )

@@ -31,6 +31,7 @@ from typing import Any
 from core.problems import Problem
 from core.sandbox import Sandbox, SandboxLimits
 from eval.excess_code import CoverageError, coverage_reports
+from eval.execute import declared_unverified
 from eval.languages import JS_PRELUDE, command_job
 
 THRESHOLD = 75.0  # the published audit's cut: suites below it are listed
@@ -94,7 +95,8 @@ def prelude_lines(problem: Problem) -> int:
 def _python(problems: Sequence[Problem], sandbox: Sandbox, limits: SandboxLimits) -> list[LineCoverage | str]:
     jobs = [(p.program(p.after), p.tests) for p in problems]
     out: list[LineCoverage | str] = []
-    for problem, report in zip(problems, coverage_reports(sandbox, jobs, limits), strict=True):
+    unverified = declared_unverified(sandbox, problems)
+    for problem, report in zip(problems, coverage_reports(sandbox, jobs, limits, unverified), strict=True):
         if isinstance(report, CoverageError):
             out.append(f"coverage failed: {report}")
             continue

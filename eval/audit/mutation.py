@@ -60,6 +60,7 @@ from core.problems import Problem
 from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from eval.audit.linecoverage import diff_region, prelude_lines, source_lines
 from eval.excess_code import CoverageError, CoverageReport, coverage_of
+from eval.execute import declared_unverified
 
 REGIONS = ("inside", "outside")
 OPERATORS = ("delete", "negate", "constant", "operator")
@@ -419,8 +420,9 @@ def run_mutants(
     base = limits or getattr(sandbox, "limits", None) or SandboxLimits()
     reference = problem.program(problem.after)
     control = problem.program(ast.unparse(ast.parse(problem.after)) + "\n")
+    unverified = declared_unverified(sandbox, [problem])[0]
     ref_result, control_result = sandbox.run_many(
-        [(reference, problem.tests), (control, problem.tests)], limits=base
+        [(reference, problem.tests), (control, problem.tests)], limits=base, unverified=unverified
     )
     report.reference_runtime_s = ref_result.duration_s
     if not ref_result.passed:
@@ -433,7 +435,7 @@ def run_mutants(
     missing: set[int] | None = None
     if offset >= 0:
         try:
-            coverage: CoverageReport = coverage_of(reference, problem.tests, sandbox, base)
+            coverage: CoverageReport = coverage_of(reference, problem.tests, sandbox, base, unverified)
             missing = set(coverage.missing)
         except CoverageError:
             missing = None
@@ -441,7 +443,7 @@ def run_mutants(
     report.timeout_s = max(min_timeout_s, timeout_factor * ref_result.duration_s)
     mutant_limits = dataclasses.replace(base, timeout_s=report.timeout_s)
     jobs = [(problem.program(m.source), problem.tests) for m in sample.mutants]
-    results = sandbox.run_many(jobs, limits=mutant_limits) if jobs else []
+    results = sandbox.run_many(jobs, limits=mutant_limits, unverified=unverified) if jobs else []
     for mutant, result in zip(sample.mutants, results, strict=True):
         outcome = _outcome(result, mutant, missing, offset)
         counts = report.regions[mutant.region]

@@ -22,6 +22,7 @@ from core.problems import Problem
 from core.sandbox import SandboxLimits
 from eval.audit.linecoverage import diff_region, prelude_lines
 from eval.excess_code import CoverageError, coverage_reports
+from eval.execute import declared_unverified
 
 MAX_TESTS = 30
 
@@ -75,8 +76,16 @@ def test_scope(
     measured = [p for p in problems if p.language == "python" and p.id in executable]
     shift = {p.id: prelude_lines(p) for p in measured}
     # Lines that run on load alone (def and class headers, constants) say nothing about a test.
+    unverified = dict(zip((p.id for p in measured), declared_unverified(sandbox, measured), strict=True))
     loading = (
-        coverage_reports(sandbox, [(p.program(p.after), "") for p in measured], limits) if measured else []
+        coverage_reports(
+            sandbox,
+            [(p.program(p.after), "") for p in measured],
+            limits,
+            [unverified[p.id] for p in measured],
+        )
+        if measured
+        else []
     )
     outside = {}
     for p, report in zip(measured, loading, strict=True):
@@ -88,7 +97,8 @@ def test_scope(
             jobs.append((p.program(p.after), unit))
             owners.append(p)
     per: dict[str, dict[str, Any]] = {}
-    for p, report in zip(owners, coverage_reports(sandbox, jobs, limits) if jobs else [], strict=True):
+    flags = [unverified[p.id] for p in owners]
+    for p, report in zip(owners, coverage_reports(sandbox, jobs, limits, flags) if jobs else [], strict=True):
         row = per.setdefault(p.id, {"tests": 0, "tests_outside": 0, "measured": 0, "outside_reached": set()})
         row["tests"] += 1
         if isinstance(report, CoverageError):

@@ -19,7 +19,6 @@ Metrics per cell (split), means over problems of per-problem values:
 from __future__ import annotations
 
 import inspect
-import secrets
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 
 from core.benchmarks.novelapi import CANDIDATE_FILE, NovelApiOptions, NovelApiPayload, program, read_spy
 from core.problems import Problem
+from core.sandbox.declared import unverified_flags
 from eval.benchmarks.base import BenchmarkKind, ExecContext, Job, ScoreContext, Scored
 from eval.execute import precheck
 from eval.metrics import aggregate_pass_at_k
@@ -42,21 +42,12 @@ class NovelApi(BenchmarkKind):
 
     def execute(self, jobs: list[Job], ctx: ExecContext) -> list[dict[str, Any]]:
         early = [precheck(j.code, "python", ctx.max_code_bytes) for j in jobs]
-        tokens = [secrets.token_hex(8) for _ in jobs]
-        runs = [
-            (program(j.code, list(j.problem.payload.paths), j.problem.tests, token), "")
-            for j, token, e in zip(jobs, tokens, early, strict=True)
-            if e is None
-        ]
-        results = iter(
-            ctx.sandbox.run_many(runs, limits=ctx.limits, candidate_file=CANDIDATE_FILE) if runs else []
-        )
-        done = [
-            (j, token, e, None if e else next(results))
-            for j, token, e in zip(jobs, tokens, early, strict=True)
-        ]
-        needed = _needs_the_api(ctx, [(j, r) for j, _, _, r in done if r is not None and r.passed])
-        return [_record(j.problem, j.code, token, e, r, needed.get(id(r), True)) for j, token, e, r in done]
+        runnable = [j for j, e in zip(jobs, early, strict=True) if e is None]
+        runs = [(program(j.code, list(j.problem.payload.paths)), j.problem.tests) for j in runnable]
+        results = iter(_run(ctx, runs, runnable))
+        done = [(j, e, None if e else next(results)) for j, e in zip(jobs, early, strict=True)]
+        needed = _needs_the_api(ctx, [(j, r) for j, _, r in done if r is not None and r.passed])
+        return [_record(j.problem, j.code, e, r, needed.get(id(r), True)) for j, e, r in done]
 
     def score(self, ctx: ScoreContext) -> Scored:
         return score_novelapi(ctx.store.of_type("execution"), ctx.problems, ctx.splits, ctx.ks)
@@ -71,26 +62,31 @@ KIND = NovelApi()
 def _needs_the_api(ctx: ExecContext, passed: list[tuple[Job, Any]]) -> dict[int, bool]:
     """For each passing run (by id), whether the sample fails with the API taken away: the spy's
     record lives in the candidate's process, this verdict does not."""
-    runs = [
-        (
-            program(
-                j.code, list(j.problem.payload.paths), j.problem.tests, secrets.token_hex(8), absent=True
-            ),
-            "",
-        )
-        for j, _ in passed
-    ]
-    results = ctx.sandbox.run_many(runs, limits=ctx.limits, candidate_file=CANDIDATE_FILE) if runs else []
+    runs = [(program(j.code, list(j.problem.payload.paths), absent=True), j.problem.tests) for j, _ in passed]
+    results = _run(ctx, runs, [j for j, _ in passed])
     return {id(r): not without.passed for (_, r), without in zip(passed, results, strict=True)}
 
 
-def _record(problem: Problem, code: str, token: str, early, result, needed: bool = True) -> dict[str, Any]:
+def _run(ctx: ExecContext, runs: list[tuple[str, str]], jobs: list[Job]) -> list:
+    """The spy programs' results: the spy reports through the sandbox's channel, and a job whose
+    library or tests load a module with raw memory access runs in the declared unverified mode
+    (decided from the problem, never the sample)."""
+    if not runs:
+        return []
+    texts = [(f"import {j.problem.payload.library}\n", j.problem.tests) for j in jobs]
+    unverified = unverified_flags(ctx.sandbox, texts)
+    return ctx.sandbox.run_many(
+        runs, limits=ctx.limits, candidate_file=CANDIDATE_FILE, unverified=unverified, channel=True
+    )
+
+
+def _record(problem: Problem, code: str, early, result, needed: bool = True) -> dict[str, Any]:
     if early is not None:
         status, detail, stderr, spy = early[0], early[1], "", {}
         passed = False
     else:
         status, detail, stderr, passed = result.status, result.detail, result.stderr, result.passed
-        spy = read_spy(result.stdout, token) or {}
+        spy = read_spy(result.channel) or {}
     if passed and not needed:  # passes without the API too: whatever the spy recorded, no call
         status, passed, spy = "failed", False, {"calls": []}
         detail = "passes with the API taken away: the target API was never needed"

@@ -97,12 +97,12 @@ def test_shapley_split_reproduces_the_study():
 # ------------------------------------------------------------------------- the runtime alone
 def _run(sandbox, code, mod, tests):
     """As run_enforced decides it: the run with the modified API, then (if it passed) without the API."""
-    result = sandbox.run(program(code, mod, tests, "tok"), "", candidate_file=CANDIDATE_FILE)
-    report = read_report(result.stdout, "tok")
+    result = sandbox.run(program(code, mod), tests, candidate_file=CANDIDATE_FILE, channel=True)
+    report = read_report(result.channel)
     without = (
         result.passed
         and sandbox.run(
-            program(code, mod, tests, "tok2", absent=True), "", candidate_file=CANDIDATE_FILE
+            program(code, mod, absent=True), tests, candidate_file=CANDIDATE_FILE, channel=True
         ).passed
     )
     return classify(result, report, without), report
@@ -388,9 +388,21 @@ def test_adoption_is_decided_by_a_run_without_the_api(sandbox):
 @pytest.mark.parametrize(
     "forge",
     [
-        # a report line with the run's token (read from main.py) and made-up counts, left on stdout
-        "import json, re\ntoken = re.findall(r\"'(\\w+)'\\)\\s*$\", open(__import__('sys').argv[0]).read())[-1]\n"
-        "print('@@apiupdate', token, json.dumps({'counts': {'new': 9}, 'error': None}))\n",
+        # a report with made-up counts, on stdout and written into every descriptor (the channel's
+        # lines need the run's token, which is in no program text)
+        "import json, os\nline = 'apiupdate ' + json.dumps({'counts': {'new': 9}, 'error': None}) + '\\n'\n"
+        "print('@@' + line)\n"
+        "for fd in range(3, 64):\n    try:\n        os.write(fd, line.encode())\n    except OSError:\n        pass\n",
+        # the channel's writer itself, taken from the runtime's frame, sending made-up counts
+        "import inspect, json\nframe = inspect.currentframe()\nwhile frame is not None:\n"
+        "    send = frame.f_locals.get('send')\n"
+        "    if callable(send):\n        send('apiupdate ' + json.dumps({'counts': {'new': 9}, 'error': None}))\n"
+        "    frame = frame.f_back\n",
+        # the counts dict, incremented in the runtime's closure-held environment
+        "import inspect\nframe = inspect.currentframe()\nwhile frame is not None:\n"
+        "    report = frame.f_locals.get('report')\n"
+        "    if isinstance(report, dict) and 'counts' in report:\n        report['counts']['new'] = 9\n"
+        "    frame = frame.f_back\n",
         # the runtime's counters, through the frames above the candidate
         "import inspect\nframe = inspect.currentframe()\nwhile frame is not None:\n"
         "    env = frame.f_locals.get('env')\n"
@@ -403,7 +415,8 @@ def test_forged_counts_cannot_make_a_workaround_adopt(sandbox, forge):
     the run without the API."""
     forged = forge + "def f(xs):\n    return sum(x if x > 0 else -x for x in xs)\n"
     (outcome, passed), _ = _run(sandbox, forged, _mod("builtins.abs", "R1"), TESTS)
-    assert (outcome, passed) == ("workaround", True)
+    # (spraying every descriptor also hits the pass sentinel's pipe: that run fails outright)
+    assert outcome != "adoption" and (outcome, passed) in (("workaround", True), ("runtime_exception", False))
 
 
 @pytest.mark.parametrize(
@@ -439,3 +452,20 @@ def test_a_malformed_benchmark_row_is_one_clear_error(built, tmp_path, change, m
     (tmp_path / "problems.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(BenchmarkError, match=message):
         load_apiupdate(str(tmp_path))
+
+
+@pytest.mark.parametrize(
+    "oracle",
+    [
+        # the program file: the runtime's call carries the candidate, not the tests
+        "import re, sys\ndef f(xs):\n    return int(re.findall(r'== (\\d+)', open(sys.argv[0]).read())[0])\n",
+        # every frame's locals up the stack: the runtime's and the sandbox's
+        "import inspect, re\ndef f(xs):\n    frame, texts = inspect.currentframe(), []\n"
+        "    while frame is not None:\n        texts += [repr(v) for v in frame.f_locals.values()]\n"
+        "        frame = frame.f_back\n    return int(re.findall(r'== (\\d+)', ''.join(texts))[0])\n",
+    ],
+)
+def test_the_tests_are_out_of_the_candidates_reach(sandbox, oracle):
+    """The wrapper program never holds the tests: the sandbox runs them in the namespace it prepared."""
+    (outcome, passed), report = _run(sandbox, oracle, _mod("builtins.abs", "R1"), TESTS)
+    assert not passed and report["error"]["type"] in ("IndexError", "AssertionError"), report

@@ -139,13 +139,25 @@ FORGERIES = {
         "        value.append({'args': [\"'Hello, World'\"], 'kwargs': {'sep': \"'+'\", 'max_len': '8'}})\n"
         "def solve(arg0, arg1):\n    return 'hello+wo'\n"
     ),
-    # a spy report line with the run's token (read from main.py), written and left unflushed
-    "stdout": (
-        "import json, re, sys\n"
-        "token = re.findall(r\"'(\\w+)', False\\)\\s*$\", open(sys.argv[0]).read())[-1]\n"
+    # a spy record left unflushed on stdout and written into every descriptor (the channel's lines
+    # need the run's token, which is in no program text)
+    "stdout and descriptors": (
+        "import json, os, sys\n"
         "forged = {'calls': [{'args': [\"'Hello, World'\"], 'kwargs': {}}], 'wrapped': 2, 'error': None}\n"
-        "sys.stdout.write('\\n@@spy ' + token + ' ' + json.dumps(forged) + '\\n')\n"
+        "line = 'spy ' + json.dumps(forged) + '\\n'\n"
+        "sys.stdout.write('\\n@@' + line)\n"
+        "for fd in range(3, 64):\n    try:\n        os.write(fd, line.encode())\n    except OSError:\n        pass\n"
         "def solve(arg0, arg1):\n    return 'wrong'\n"
+    ),
+    # the spy's state and call list, found in the frames above the candidate, for a reimplementation
+    "frame": (
+        "import inspect\nframe = inspect.currentframe()\nwhile frame is not None:\n"
+        "    state, calls = frame.f_locals.get('state'), frame.f_locals.get('calls')\n"
+        "    if isinstance(state, dict) and isinstance(calls, list):\n"
+        "        state['returned'] = 5\n"
+        "        calls.append({'args': [\"'Hello, World'\"], 'kwargs': {'sep': \"'+'\", 'max_len': '8'}})\n"
+        "    frame = frame.f_back\n"
+        "def solve(arg0, arg1):\n    return 'hello+wo'\n"
     ),
     # the real function behind the wrapper
     "__wrapped__": (

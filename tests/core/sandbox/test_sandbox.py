@@ -235,9 +235,11 @@ def test_unknown_backend():
 
 
 def test_result_invariants():
-    for status in STATUSES:  # passed is True for the passed status alone
-        ok = status == "passed"
-        assert ExecutionResult(status, ok, 0, "", "", 0.0).passed is ok
+    for status in STATUSES:  # passed is True for the two passing statuses alone
+        ok = status in ("passed", "passed_unverified")
+        result = ExecutionResult(status, ok, 0, "", "", 0.0)
+        assert result.passed is ok
+        assert result.verified is (status == "passed")
         with pytest.raises(ValueError, match="contradicts"):
             ExecutionResult(status, not ok, 0, "", "", 0.0)
     error = ExecutionResult.error("lost the server")

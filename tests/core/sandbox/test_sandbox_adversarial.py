@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from core.sandbox import SandboxLimits, bwrap_available, make_sandbox
-from core.sandbox.confine import landlock_abi
+from core.sandbox.native import landlock_abi
 
 REPO = Path(__file__).resolve().parents[3]
 LIMITS = SandboxLimits(timeout_s=2.0, memory_mb=512, max_output_bytes=100_000, max_processes=64, disk_mb=64)
@@ -33,7 +33,9 @@ BACKENDS = [
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def sandbox(request):
-    with make_sandbox(request.param, limits=LIMITS, workers=2) as sb:
+    """Not strict: these programs make raw system calls through ctypes, to show that the kernel-level
+    guards hold against a program that has every primitive (strict mode would refuse the import)."""
+    with make_sandbox(request.param, limits=LIMITS, workers=2, strict=False) as sb:
         yield sb
 
 
@@ -307,7 +309,7 @@ def test_host_death_takes_the_runs_along(sandbox, marker, tmp_path):
     script.write_text(
         "import sys\n"
         "from core.sandbox import SandboxLimits, make_sandbox\n"
-        f"sandbox = make_sandbox({sandbox.backend!r}, workers=1)\n"
+        f"sandbox = make_sandbox({sandbox.backend!r}, workers=1, strict={sandbox.strict})\n"
         f"sandbox.run({program!r}, limits=SandboxLimits(timeout_s=60))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -514,7 +516,7 @@ def test_payload_under_coverage_stays_inside(sandbox, marker, tmp_path):
 @pytest.fixture(scope="module", params=BACKENDS)
 def single_worker(request):
     """One worker, so consecutive runs share a server: what one leaves, the next would see."""
-    with make_sandbox(request.param, limits=LIMITS, workers=1) as sb:
+    with make_sandbox(request.param, limits=LIMITS, workers=1, strict=False) as sb:
         yield sb
 
 
@@ -1063,3 +1065,135 @@ def test_no_new_user_namespace(sandbox, marker):
     assert "unshare -1 1" in result.stdout and "clone -1 1" in result.stdout, result.stdout
     assert "thread ran" in result.stdout
     check_aftermath(sandbox, marker)
+
+
+# ---------------------------------------------------------------- strict mode: no raw memory
+@pytest.fixture(scope="module", params=BACKENDS)
+def strict(request):
+    """The default sandbox: strict mode, where no module with raw memory access can be loaded."""
+    with make_sandbox(request.param, limits=LIMITS, workers=2) as sb:
+        assert sb.strict
+        yield sb
+
+
+# A program that found a memory primitive would read the nonce with it; each of these stops at
+# the primitive (its tests always fail, so only a forged sentinel could pass).
+RAW_MEMORY_ROUTES = {
+    "ctypes getter": "import ctypes\nprint(ctypes.c_char_p(id(b'x') + 32).value)\n",
+    "pointer aliasing": (
+        "import ctypes\n"
+        "class U(ctypes.Union):\n    _fields_ = [('a', ctypes.c_void_p), ('p', ctypes.POINTER(ctypes.c_char))]\n"
+        "u = U(); u.a = id(b'x'); print(u.p[0])\n"
+    ),
+    "ctypes.cast": "from ctypes import cast, c_void_p, POINTER, c_char\nprint(cast(c_void_p(id(1)), POINTER(c_char))[0])\n",
+    "importlib and __import__": "import importlib\n__import__('_ctypes')\nimportlib.import_module('ctypes')\n",
+    "shared object under its own name": (
+        "import importlib.machinery, importlib.util, glob, os, sys\n"
+        "so = glob.glob(os.path.join(os.path.dirname(os.__file__), 'lib-dynload', '_ctypes*.so'))[0]\n"
+        "loader = importlib.machinery.ExtensionFileLoader('_ctypes', so)\n"
+        "loader.exec_module(importlib.util.module_from_spec(importlib.util.spec_from_loader('_ctypes', loader)))\n"
+    ),
+    "numpy array interface": (
+        "import numpy as np\nclass A:\n"
+        "    __array_interface__ = {'data': (id(b'x'), False), 'shape': (64,), 'typestr': '|u1', 'version': 3}\n"
+        "print(bytes(np.asarray(A())))\n"
+    ),
+    "numpy as_strided": (
+        "from numpy.lib.stride_tricks import as_strided\nimport numpy as np\n"
+        "print(as_strided(np.zeros(1, np.uint8), shape=(1 << 20,), strides=(1,)).tobytes()[:64])\n"
+    ),
+    "pickle with a computed name": "import pickle\npickle.loads(b'c' + b'_ct' + b'ypes\\nCFuncPtr\\n.')\n",
+    "cffi": "import cffi\nffi = cffi.FFI()\n",
+    "subinterpreters": "import _xxsubinterpreters as interpreters\ninterpreters.create()\n",
+    "crafted bytecode (code.replace)": "def f():\n    return 1\ng = f.__code__.replace(co_code=b'd\\xff' * 4)\n",
+    "crafted bytecode (CodeType)": (
+        "import types\nc = compile('1', 's', 'eval')\n"
+        "types.CodeType(0, 0, 0, 0, 1, 0, b'd\\xff', (), (), (), 's', 'f', 'f', 1, b'', b'', (), ())\n"
+    ),
+    "crafted bytecode (marshal)": "import marshal\nmarshal.loads(marshal.dumps(compile('1', 's', 'eval')))\n",
+    "crafted bytecode (importlib's unmarshal, called directly)": (
+        "import importlib._bootstrap_external as b, marshal\n"
+        "b._compile_bytecode(marshal.dumps(compile('1', 's', 'eval')))\n"
+    ),
+    "crafted bytecode (a loader that serves its own bytes)": (
+        "import importlib._bootstrap_external as b, importlib.util, marshal, sys, os\n"
+        "data = importlib.util.MAGIC_NUMBER + b'\\0' * 12 + marshal.dumps(compile('X = 1', 'm', 'exec'))\n"
+        "class L(b.SourcelessFileLoader):\n    def get_data(self, path):\n        return data\n"
+        "L('m', os.path.abspath('m.pyc')).get_code('m')\n"
+    ),
+    "crafted bytecode (importlib's file reading patched)": (
+        "import importlib._bootstrap_external as b, importlib.util, marshal, io, _io, os\n"
+        "data = importlib.util.MAGIC_NUMBER + b'\\0' * 12 + marshal.dumps(compile('X = 1', 'm', 'exec'))\n"
+        "_io.open_code = lambda path: io.BytesIO(data)\n"
+        "b.SourcelessFileLoader('m', os.path.join(os.path.dirname(os.__file__), 'os.py')).get_code('m')\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("route", sorted(RAW_MEMORY_ROUTES))
+def test_raw_memory_is_out_of_reach_in_strict_mode(strict, marker, route):
+    result = run_hostile(strict, marker, RAW_MEMORY_ROUTES[route], tests="assert False, 'tests fail'\n")
+    assert result.status == "failed", result
+    assert "tests fail" not in result.detail, f"the route was open: {result.detail}"
+    assert "not allowed" in result.detail, result.detail
+
+
+def test_no_memory_primitive_is_loaded_for_a_program_to_find(strict):
+    """Nothing the server loads hands out raw memory without an import: no ctypes or numpy class
+    among the interpreter's types, no such module in sys.modules."""
+    program = (
+        "import sys\n"
+        "seen, todo = set(), [object]\n"
+        "while todo:\n"
+        "    cls = todo.pop()\n"
+        "    for sub in type.__subclasses__(cls):\n"
+        "        if sub not in seen:\n"
+        "            seen.add(sub); todo.append(sub)\n"
+        "found = sorted(c.__module__ + '.' + c.__name__ for c in seen if c.__module__.split('.')[0] in\n"
+        "               ('_ctypes', 'ctypes', 'numpy', '_cffi_backend'))\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('ctypes', '_ctypes', 'numpy', '_cffi_backend'))\n"
+        "assert not found and not loaded, (found, loaded)\n"
+    )
+    assert strict.run(program).status == "passed"
+    assert strict.run(program, coverage=True).status == "passed"
+
+
+def test_strict_mode_hinders_no_ordinary_program(strict):
+    program = (
+        "import collections, typing, dataclasses, re, math, itertools, functools, heapq\n"
+        "import asyncio, json, unittest, decimal, fractions, statistics, string, enum, inspect\n"
+        "try:\n    import numpy\nexcept ImportError:  # an optional dependency falls back\n    numpy = None\n"
+        "@dataclasses.dataclass\nclass P:\n    x: int\n"
+        "async def twice(x):\n    await asyncio.sleep(0)\n    return 2 * x\n"
+        "def solve(xs: typing.List[int]) -> int:\n"
+        "    heap = list(xs); heapq.heapify(heap)\n"
+        "    counts = collections.Counter(re.findall(r'\\d', ''.join(map(str, xs))))\n"
+        "    return functools.reduce(math.gcd, itertools.chain(heap, [asyncio.run(twice(P(6).x))])) + len(counts)\n"
+    )
+    result = strict.run(program, "assert solve([4, 8, 12]) == 8\nassert numpy is None\n")
+    assert result.status == "passed", result
+    assert result.verified
+
+
+def test_a_declared_unverified_problem_runs_numpy_and_says_so(strict):
+    program = "import numpy as np\ndef total(xs):\n    return int(np.asarray(xs).sum())\n"
+    refused = strict.run(program, "assert total([1, 2]) == 3\n")
+    assert refused.status == "failed" and "ImportError: importing numpy" in refused.detail, refused
+    declared = strict.run(program, "assert total([1, 2]) == 3\n", unverified=True)
+    assert declared.status == "passed_unverified" and declared.passed and not declared.verified, declared
+    wrong = strict.run(program, "assert total([1, 2]) == 4\n", unverified=True)
+    assert wrong.status == "failed", wrong
+
+
+def test_the_report_channel_keeps_only_the_writers_records(strict):
+    """A wrapper reports through a pipe of its own; lines need the run's token, in no program text."""
+    take = "import builtins, os\nsend = builtins.__dict__.pop('__editforge_report__')\n"
+    sent = strict.run(take + "send('mine {\"n\": 1}')\nprint('mine {\"n\": 9}')\n", channel=True)
+    assert sent.status == "passed" and sent.channel == 'mine {"n": 1}', sent
+    sprayed = strict.run(
+        take + "send('mine {\"n\": 1}')\n"
+        "for fd in range(3, 64):\n    try:\n        os.write(fd, b'\\nmine {\"n\": 2}\\n')\n    except OSError:\n        pass\n",
+        channel=True,
+    )
+    assert sprayed.channel == 'mine {"n": 1}', sprayed  # (the spray also broke the run's own pass)
+    assert "__editforge_report__" not in strict.run("import builtins\nprint(dir(builtins))\n").stdout

@@ -4,7 +4,6 @@ solution that reimplements the API instead of calling it."""
 
 from __future__ import annotations
 
-import secrets
 import subprocess
 import sys
 from collections import Counter
@@ -84,11 +83,10 @@ def test_three_levels_pass_c1_and_never_name_the_api(sandbox):
 
 
 def _run(sandbox, code, task):
-    token = secrets.token_hex(4)
     result = sandbox.run(
-        program(code, task["paths"], task["tests"], token), "", candidate_file=CANDIDATE_FILE
+        program(code, task["paths"]), task["tests"], candidate_file=CANDIDATE_FILE, channel=True
     )
-    return result, read_spy(result.stdout, token)
+    return result, read_spy(result.channel)
 
 
 def test_the_spy_fails_a_reimplementation_and_accepts_every_alias(sandbox):

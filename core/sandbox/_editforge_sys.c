@@ -1,0 +1,166 @@
+/* The few system calls the sandbox server and its children make, as narrow functions.
+ *
+ * The server used to reach them through ctypes, which left a general raw-memory primitive
+ * loaded in every sandboxed program (reachable without an import through
+ * object.__subclasses__()). Every function here takes integers, a path's descriptor or a byte
+ * string, never an address: nothing in this module reads or writes memory a caller names.
+ * Built on first use for each interpreter by core/sandbox/native.py.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stdint.h>
+#include <sys/ipc.h>
+#include <sys/msg.h>
+#include <sys/prctl.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
+#include <sys/syscall.h>
+#include <sched.h>
+#include <unistd.h>
+
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#define SYS_landlock_add_rule 445
+#define SYS_landlock_restrict_self 446
+#endif
+#define LANDLOCK_CREATE_RULESET_VERSION 1
+#define LANDLOCK_RULE_PATH_BENEATH 1
+
+struct ruleset_attr {
+    uint64_t handled_access_fs;
+    uint64_t handled_access_net;
+    uint64_t scoped;
+};
+
+struct path_beneath {
+    uint64_t allowed_access;
+    int32_t parent_fd;
+} __attribute__((packed));
+
+static PyObject *fail(const char *what) { return PyErr_SetFromErrnoWithFilename(PyExc_OSError, what); }
+
+static PyObject *set_no_new_privs(PyObject *self, PyObject *unused) {
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) return fail("prctl(PR_SET_NO_NEW_PRIVS)");
+    Py_RETURN_NONE;
+}
+
+/* prctl options that take a plain integer; options that take an address are not offered. */
+static PyObject *prctl_set(PyObject *self, PyObject *args) {
+    int option;
+    unsigned long value;
+    if (!PyArg_ParseTuple(args, "ik", &option, &value)) return NULL;
+    if (option != PR_SET_PDEATHSIG && option != PR_SET_DUMPABLE && option != PR_SET_CHILD_SUBREAPER) {
+        PyErr_Format(PyExc_ValueError, "prctl option %d is not offered", option);
+        return NULL;
+    }
+    if (prctl(option, value, 0, 0, 0)) return fail("prctl");
+    Py_RETURN_NONE;
+}
+
+static PyObject *unshare_(PyObject *self, PyObject *args) {
+    int flags;
+    if (!PyArg_ParseTuple(args, "i", &flags)) return NULL;
+    if (unshare(flags)) return fail("unshare");
+    Py_RETURN_NONE;
+}
+
+static PyObject *landlock_abi(PyObject *self, PyObject *unused) {
+    long version = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+    return PyLong_FromLong(version < 0 ? 0 : version);
+}
+
+static PyObject *landlock_create_ruleset(PyObject *self, PyObject *args) {
+    struct ruleset_attr attr = {0, 0, 0};
+    if (!PyArg_ParseTuple(args, "KK", &attr.handled_access_fs, &attr.scoped)) return NULL;
+    size_t size = attr.scoped ? sizeof(attr) : sizeof(attr.handled_access_fs); /* older kernels: 8 */
+    long fd = syscall(SYS_landlock_create_ruleset, &attr, size, 0);
+    if (fd < 0) return fail("landlock_create_ruleset");
+    return PyLong_FromLong(fd);
+}
+
+static PyObject *landlock_add_path(PyObject *self, PyObject *args) {
+    int ruleset, parent;
+    struct path_beneath rule;
+    if (!PyArg_ParseTuple(args, "iiK", &ruleset, &parent, &rule.allowed_access)) return NULL;
+    rule.parent_fd = parent;
+    if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0)) return fail("landlock_add_rule");
+    Py_RETURN_NONE;
+}
+
+static PyObject *landlock_restrict(PyObject *self, PyObject *args) {
+    int ruleset;
+    if (!PyArg_ParseTuple(args, "i", &ruleset)) return NULL;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) return fail("prctl(PR_SET_NO_NEW_PRIVS)");
+    if (syscall(SYS_landlock_restrict_self, ruleset, 0)) return fail("landlock_restrict_self");
+    Py_RETURN_NONE;
+}
+
+/* A classic-BPF program (8-byte instructions, as seccomp.py assembles them). */
+static PyObject *seccomp_install(PyObject *self, PyObject *args) {
+    Py_buffer program;
+    if (!PyArg_ParseTuple(args, "y*", &program)) return NULL;
+    if (program.len == 0 || program.len % sizeof(struct sock_filter) || program.len / sizeof(struct sock_filter) > BPF_MAXINSNS) {
+        PyBuffer_Release(&program);
+        PyErr_SetString(PyExc_ValueError, "a seccomp program is a non-empty multiple of 8 bytes");
+        return NULL;
+    }
+    struct sock_fprog fprog = {(unsigned short)(program.len / sizeof(struct sock_filter)), (struct sock_filter *)program.buf};
+    int failed = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog, 0, 0);
+    PyBuffer_Release(&program);
+    if (failed) return fail("prctl(PR_SET_SECCOMP)");
+    Py_RETURN_NONE;
+}
+
+static PyObject *drop_capabilities(PyObject *self, PyObject *unused) {
+    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2] = {{0, 0, 0}, {0, 0, 0}};
+    if (syscall(SYS_capset, &header, data)) return fail("capset");
+    Py_RETURN_NONE;
+}
+
+static PyObject *keyring_clear(PyObject *self, PyObject *args) {
+    int keyring;
+    if (!PyArg_ParseTuple(args, "i", &keyring)) return NULL;
+    if (syscall(SYS_keyctl, 7 /* KEYCTL_CLEAR */, keyring)) return fail("keyctl(KEYCTL_CLEAR)");
+    Py_RETURN_NONE;
+}
+
+/* Remove one SysV IPC object: kind is "shm", "sem" or "msg". */
+static PyObject *ipc_remove(PyObject *self, PyObject *args) {
+    const char *kind;
+    int id, result;
+    if (!PyArg_ParseTuple(args, "si", &kind, &id)) return NULL;
+    if (!strcmp(kind, "shm")) result = shmctl(id, IPC_RMID, NULL);
+    else if (!strcmp(kind, "sem")) result = semctl(id, 0, IPC_RMID);
+    else if (!strcmp(kind, "msg")) result = msgctl(id, IPC_RMID, NULL);
+    else {
+        PyErr_Format(PyExc_ValueError, "unknown SysV IPC kind %s", kind);
+        return NULL;
+    }
+    if (result) return fail("IPC_RMID");
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"set_no_new_privs", set_no_new_privs, METH_NOARGS, "prctl(PR_SET_NO_NEW_PRIVS, 1)"},
+    {"prctl_set", prctl_set, METH_VARARGS, "prctl(option, value) for PDEATHSIG, DUMPABLE, CHILD_SUBREAPER"},
+    {"unshare", unshare_, METH_VARARGS, "unshare(flags)"},
+    {"landlock_abi", landlock_abi, METH_NOARGS, "the kernel's Landlock ABI version, 0 without Landlock"},
+    {"landlock_create_ruleset", landlock_create_ruleset, METH_VARARGS, "(handled_fs, scoped) -> ruleset fd"},
+    {"landlock_add_path", landlock_add_path, METH_VARARGS, "(ruleset fd, O_PATH fd, rights)"},
+    {"landlock_restrict", landlock_restrict, METH_VARARGS, "no new privileges, then restrict to the ruleset"},
+    {"seccomp_install", seccomp_install, METH_VARARGS, "no new privileges, then apply a BPF filter"},
+    {"drop_capabilities", drop_capabilities, METH_NOARGS, "clear every capability set"},
+    {"keyring_clear", keyring_clear, METH_VARARGS, "keyctl(KEYCTL_CLEAR, keyring)"},
+    {"ipc_remove", ipc_remove, METH_VARARGS, "(kind, id): remove a SysV IPC object"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_editforge_sys", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__editforge_sys(void) { return PyModule_Create(&module); }

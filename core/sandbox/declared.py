@@ -1,0 +1,74 @@
+"""Which problems run in the declared unverified mode: those whose own trusted code (reference
+solution, prelude, tests, the library under test) imports a module with raw memory access.
+
+Strict mode refuses such imports (harness.RAW_MEMORY_MODULES), because a program that can read
+memory can read the pass nonce. A problem that genuinely needs numpy (CanItEdit has several) is
+declared unverified by its benchmark's own text, never by the candidate's: the candidate's
+imports are never scanned, so importing numpy cannot buy a program the weaker mode. Whether a
+third-party package pulls in such a module (scikit-learn loads numpy, z3 loads ctypes) is
+found by importing it once in the sandbox itself, in strict mode.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from collections.abc import Iterable, Sequence
+
+from core.sandbox.harness import RAW_MEMORY_MODULES
+from core.sandbox.sandbox import Sandbox
+
+# The refusal the harness raises for such an import (see harness._install_guard).
+_REFUSAL = re.compile(r"ImportError: importing \S+ is not allowed in strict mode")
+_IMPORT_LINE = re.compile(
+    r"^[ \t]*(?:from[ \t]+([A-Za-z_][\w.]*)[ \t]+import|import[ \t]+([A-Za-z_][\w., \t]*))", re.M
+)
+
+
+def imported_roots(*texts: str) -> set[str]:
+    """Top-level names of the modules the texts import (absolute imports; a text that does not
+    parse is scanned line by line)."""
+    roots: set[str] = set()
+    for text in texts:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            for match in _IMPORT_LINE.finditer(text):
+                names = match.group(1) or match.group(2)
+                roots.update(n.strip().split(".")[0].split()[0] for n in names.split(",") if n.strip())
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                roots.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                roots.add(node.module.split(".")[0])
+    return roots
+
+
+def raw_memory_roots(sandbox: Sandbox, roots: Iterable[str]) -> frozenset[str]:
+    """Those of ``roots`` whose import loads a module with raw memory access in ``sandbox``'s
+    interpreter; each third-party root is imported there once per sandbox (cached on it)."""
+    known: dict[str, bool] = sandbox.__dict__.setdefault("_raw_memory_roots", {})
+    unknown = []
+    for root in sorted(set(roots)):
+        if root in known:
+            continue
+        if root in RAW_MEMORY_MODULES:
+            known[root] = True
+        elif root in sys.stdlib_module_names or not root.isidentifier():
+            known[root] = False
+        else:
+            unknown.append(root)
+    if unknown:
+        results = sandbox.run_many([(f"import {root}\n", "") for root in unknown])
+        for root, result in zip(unknown, results, strict=True):
+            known[root] = not result.passed and bool(_REFUSAL.match(result.detail))
+    return frozenset(root for root in roots if known[root])
+
+
+def unverified_flags(sandbox: Sandbox, trusted_texts: Sequence[Iterable[str]]) -> list[bool]:
+    """One flag per job: whether its trusted texts import a module with raw memory access."""
+    per_job = [imported_roots(*texts) for texts in trusted_texts]
+    raw = raw_memory_roots(sandbox, set().union(*per_job)) if per_job else frozenset()
+    return [bool(roots & raw) for roots in per_job]

@@ -1,0 +1,110 @@
+"""Build, cache and load ``_editforge_sys``, the C module through which the sandbox makes its
+system calls (Landlock, seccomp, capabilities, prctl, keyrings, SysV IPC).
+
+It replaces ctypes in the sandbox server: a loaded ``_ctypes`` is a raw-memory primitive any
+program could reach (``object.__subclasses__()``), while this module only takes integers and
+byte strings. It is compiled once per interpreter (the sandbox may run another Python than
+this one: a library version's virtualenv) with that interpreter's headers and the system C
+compiler, into ``$EDITFORGE_CACHE`` (default ``~/.cache/editforge``)/sandbox-native, and reused
+while its source, the headers and the extension suffix stay the same.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import types
+from pathlib import Path
+
+from core.sandbox.worker import SandboxUnavailable
+
+SOURCE = Path(__file__).with_name("_editforge_sys.c")
+MODULE = "_editforge_sys"
+
+
+def cache_dir() -> Path:
+    """Where compiled modules are kept."""
+    root = os.environ.get("EDITFORGE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "editforge")
+    return Path(root) / "sandbox-native"
+
+
+@functools.cache
+def load(python: str | None = None) -> types.ModuleType:
+    """The compiled module, imported into this (host) process from its cached path."""
+    return load_path(built(python))
+
+
+@functools.cache
+def built(python: str | None = None) -> str:
+    """Path of the module compiled for ``python`` (default: this interpreter), building it on
+    first use; SandboxUnavailable, with the fix, where it cannot be built."""
+    include, suffix = _interpreter_build_facts(python or sys.executable)
+    source = SOURCE.read_bytes()
+    key = hashlib.sha256(source + include.encode() + suffix.encode()).hexdigest()[:16]
+    target = cache_dir() / key / f"{MODULE}{suffix}"
+    if target.exists():
+        return str(target)
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        raise SandboxUnavailable(_missing("no C compiler (cc) on PATH"))
+    if not os.path.exists(os.path.join(include, "Python.h")):
+        raise SandboxUnavailable(_missing(f"no Python headers in {include}"))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=target.parent, suffix=suffix, delete=False) as partial:
+        pass
+    argv = [compiler, "-shared", "-fPIC", "-O2", f"-I{include}", "-o", partial.name, str(SOURCE)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            raise SandboxUnavailable(_missing(f"{' '.join(argv)} failed:\n{done.stderr.strip()}"))
+        os.replace(partial.name, target)  # atomic: concurrent builders all end with one whole file
+    finally:
+        if os.path.exists(partial.name):
+            os.unlink(partial.name)
+    return str(target)
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version (0 where Landlock is missing or disabled)."""
+    return load().landlock_abi()
+
+
+def load_path(path: str) -> types.ModuleType:
+    """Import the module from ``path`` without putting its folder on ``sys.path``."""
+    loader = importlib.machinery.ExtensionFileLoader(MODULE, path)
+    spec = importlib.util.spec_from_file_location(MODULE, path, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def _interpreter_build_facts(python: str) -> tuple[str, str]:
+    """(include folder, extension suffix) of ``python``."""
+    code = "import json, sysconfig; print(json.dumps([sysconfig.get_paths()['include'], sysconfig.get_config_var('EXT_SUFFIX')]))"
+    if os.path.realpath(python) == os.path.realpath(sys.executable):
+        import sysconfig
+
+        return sysconfig.get_paths()["include"], sysconfig.get_config_var("EXT_SUFFIX")
+    try:
+        out = subprocess.run(
+            [python, "-I", "-c", code], capture_output=True, text=True, timeout=60, check=True
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise SandboxUnavailable(f"interpreter {python!r} cannot run: {exc}") from exc
+    include, suffix = json.loads(out.stdout)
+    return include, suffix
+
+
+def _missing(reason: str) -> str:
+    return (
+        f"the sandbox's system-call module cannot be built: {reason}. Install a C compiler and the "
+        "interpreter's headers (Debian: apt install gcc python3-dev; scripts/setup.sh does it)."
+    )
