@@ -23,6 +23,7 @@ import pytest
 
 from core.benchmarks.canitedit import FIXTURES
 from core.sandbox import make_sandbox
+from core.sandbox.declared import unverified_flags
 from eval.excess_code import (
     COVERAGERC,
     coverage_reports,
@@ -100,7 +101,9 @@ def measured(tmp_path_factory):
     (workdir / ".coveragerc").write_text(COVERAGERC)
     jobs = [(pid, before, tests, c) for pid, before, tests, comps in cases() for c in comps]
     with make_sandbox("auto", workers=2) as sandbox:
-        ours = coverage_reports(sandbox, [(c, tests) for _, _, tests, c in jobs])
+        # the numpy fixtures run in the declared unverified mode, as evaluation runs them
+        unverified = unverified_flags(sandbox, [(before, tests) for _, before, tests, _ in jobs])
+        ours = coverage_reports(sandbox, [(c, tests) for _, _, tests, c in jobs], unverified=unverified)
     theirs = [upstream_coverage(c + "\n" + tests, workdir) for _, _, tests, c in jobs]
     return jobs, theirs, ours
 

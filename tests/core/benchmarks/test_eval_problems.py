@@ -54,6 +54,18 @@ def test_humanevalfix_maps_into_the_contract():
         load_benchmark("humanevalfix", str(HUMANEVALPACK), languages=["python"], variant="docs")
 
 
+@pytest.mark.skipif(not HUMANEVALPACK.is_dir(), reason="needs core/data/humanevalpack")
+def test_humanevalfix_import_helper_without_and_with_numpy():
+    """strict (default): bigcode's helper minus its numpy lines, which no problem uses; bigcode: all 16."""
+    strict = load_benchmark("humanevalfix", str(HUMANEVALPACK)).problems
+    bigcode = load_benchmark("humanevalfix", str(HUMANEVALPACK), import_helper="bigcode").problems
+    assert "numpy" not in strict[0].prelude and len(strict[0].prelude.splitlines()) == 14
+    assert bigcode[0].prelude.splitlines()[11:13] == ["import numpy", "import numpy as np"]
+    assert not any("np." in p.after + p.tests or "numpy" in p.after + p.tests for p in strict)
+    with pytest.raises(ConfigError, match="import_helper"):
+        load_benchmark("humanevalfix", str(HUMANEVALPACK), import_helper="none")
+
+
 def test_a_torn_last_line_is_dropped_on_resume(tmp_path):
     store = SampleStore(tmp_path / "s.jsonl")
     store.append({"type": "sample", "problem": "a", "split": "x", "index": 0, "code": "1"})

@@ -1045,6 +1045,8 @@ def test_a_wrapper_reads_frames_its_candidate_may_not(sandbox):
         "    refused = True\\n'\n"
         "namespace = {'spy': spy}\n"
         "exec(compile(candidate, '<candidate>', 'exec'), namespace)\n"
+        "tests_namespace = __builtins__.__dict__.pop('__editforge_tests__')()\n"  # where the tests run
+        "tests_namespace['namespace'] = namespace\n"
     )
     tests = "assert namespace['seen'] == '<candidate>' and namespace['refused']\n"
     assert sandbox.run(wrapper, tests, candidate_file="<candidate>").passed

@@ -147,7 +147,9 @@ def main() -> int:
     import eval as old_eval  # the code under PYTHONPATH
 
     old = Path(old_eval.__file__).resolve().parents[1]
-    sys.path.insert(0, str(old / "tests"))  # its fixtures: test_novel_tasks, test_novelapi_eval
+    # its fixtures (test_novel_tasks, test_novelapi_eval), in the test folders as conftest.py lists them
+    for folder in sorted({p.parent for p in (old / "tests").rglob("test_*.py")} | {old / "tests"}, reverse=True):
+        sys.path.insert(0, str(folder))
     print(f"code: {old}", file=sys.stderr)
     expected = json.loads(EXPECTED.read_text()) if EXPECTED.is_file() else {}
     with tempfile.TemporaryDirectory() as tmp_name:
