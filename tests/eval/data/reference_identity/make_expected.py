@@ -148,7 +148,9 @@ def main() -> int:
 
     old = Path(old_eval.__file__).resolve().parents[1]
     # its fixtures (test_novel_tasks, test_novelapi_eval), in the test folders as conftest.py lists them
-    for folder in sorted({p.parent for p in (old / "tests").rglob("test_*.py")} | {old / "tests"}, reverse=True):
+    for folder in sorted(
+        {p.parent for p in (old / "tests").rglob("test_*.py")} | {old / "tests"}, reverse=True
+    ):
         sys.path.insert(0, str(folder))
     print(f"code: {old}", file=sys.stderr)
     expected = json.loads(EXPECTED.read_text()) if EXPECTED.is_file() else {}
