@@ -1199,3 +1199,91 @@ def test_the_report_channel_keeps_only_the_writers_records(strict):
     )
     assert sprayed.channel == 'mine {"n": 1}', sprayed  # (the spray also broke the run's own pass)
     assert "__editforge_report__" not in strict.run("import builtins\nprint(dir(builtins))\n").stdout
+
+
+# ---------------------------------------------------------------- counters of wrapper programs
+# The API-update runtime and the novel-API spy count in the candidate's process; whatever a
+# program does to the counts, adoption and a pass are decided by a second run without the API.
+from core.benchmarks.novelapi import CANDIDATE_FILE as SPY_CANDIDATE  # noqa: E402
+from core.benchmarks.novelapi import program as spy_program  # noqa: E402
+from core.benchmarks.novelapi import read_spy  # noqa: E402
+from eval.apiupdate.catalogue import modifications  # noqa: E402
+from eval.apiupdate.enforce import EnforcedJob, run_enforced  # noqa: E402
+
+ABS_TESTS = "def check(candidate):\n    assert candidate([-3, 1]) == 4\n\ncheck(f)\n"
+WORKAROUND = "def f(xs):\n    return sum(x if x > 0 else -x for x in xs)\n"
+FRAMES = "import inspect\nframe = inspect.currentframe()\nwhile frame is not None:\n{body}    frame = frame.f_back\n"
+APIUPDATE_FORGERIES = {
+    "closure": (  # the counts, reached through the cells of the renamed builtin's wrapper
+        "api = __builtins__.get('absolute') if isinstance(__builtins__, dict) else None\n"
+        "for cell in getattr(api, '__closure__', None) or ():\n"
+        "    counts = getattr(cell.cell_contents, 'counts', None)\n"
+        "    if isinstance(counts, dict) and 'new' in counts:\n"
+        "        counts['new'] += 9\n"
+    ),
+    "frame": FRAMES.format(
+        body="    env = frame.f_locals.get('env')\n    if env is not None:\n        env.counts['new'] += 9\n"
+    ),
+    "counter": FRAMES.format(
+        body="    report = frame.f_locals.get('report')\n"
+        "    if isinstance(report, dict) and 'counts' in report:\n        report['counts']['new'] = 9\n"
+    ),
+    "the channel's writer": "import json\n"
+    + FRAMES.format(
+        body="    send = frame.f_locals.get('send')\n"
+        "    if callable(send):\n        send('apiupdate ' + json.dumps({'counts': {'new': 9}, 'error': None}))\n"
+    ),
+    "stdout": "print('\\n@@apiupdate ' + 'x' * 16 + ' {\"counts\": {\"new\": 9}, \"error\": null}')\n",
+}
+
+
+@pytest.mark.parametrize("forgery", sorted(APIUPDATE_FORGERIES))
+def test_api_update_adoption_cannot_be_forged(strict, forgery):
+    mod = next(m for m in modifications("builtins.abs") if m.type == "R1")
+    jobs = [
+        EnforcedJob("def f(xs):\n    return sum(absolute(x) for x in xs)\n", mod, ABS_TESTS, "f"),  # control
+        EnforcedJob(APIUPDATE_FORGERIES[forgery] + WORKAROUND, mod, ABS_TESTS, "f"),
+    ]
+    control, forged = run_enforced(strict, jobs, LIMITS)
+    assert control.outcome == "adoption", control
+    assert forged.outcome == "workaround" and forged.passed and not forged.adopted, forged
+
+
+SPY_TESTS = "assert solve('Hello  world and more', 12) == 'Hello [...]'\n"
+SPY_REIMPLEMENTED = "def solve(text, width):\n    return 'Hello [...]'\n"
+SPY_FORGERIES = {
+    "closure": (
+        "import textwrap\n"
+        "for cell in textwrap.shorten.__closure__ or ():\n"
+        "    value = cell.cell_contents\n"
+        "    if isinstance(value, dict) and 'returned' in value:\n        value['returned'] = 5\n"
+        "    elif isinstance(value, list):\n        value.append({'args': ['1'], 'kwargs': {}})\n"
+    ),
+    "frame": FRAMES.format(
+        body="    state, calls = frame.f_locals.get('state'), frame.f_locals.get('calls')\n"
+        "    if isinstance(state, dict) and isinstance(calls, list):\n"
+        "        state['returned'] = 5\n        calls.append({'args': ['1'], 'kwargs': {}})\n"
+    ),
+    "stdout": 'print(\'\\n@@spy \' + \'x\' * 16 + \' {"calls": [{"args": [], "kwargs": {}}], "error": null}\')\n',
+    "__wrapped__": "import textwrap\nreal = textwrap.shorten.__wrapped__\n",
+}
+
+
+def spy_verdict(sandbox, code: str) -> tuple[bool, list]:
+    """As the novel-API evaluation decides: a pass that also passes with the API taken away needed
+    no API (no pass, no call)."""
+    runs = [(spy_program(code, ["textwrap.shorten"], absent=absent), SPY_TESTS) for absent in (False, True)]
+    first, without = sandbox.run_many(runs, candidate_file=SPY_CANDIDATE, channel=True)
+    if first.passed and without.passed:
+        return False, []
+    return first.passed, (read_spy(first.channel) or {}).get("calls", [])
+
+
+@pytest.mark.parametrize("forgery", sorted(SPY_FORGERIES))
+def test_a_spy_pass_cannot_be_forged(strict, forgery):
+    passed, calls = spy_verdict(
+        strict, "import textwrap\ndef solve(text, width):\n    return textwrap.shorten(text, width)\n"
+    )
+    assert passed and calls, calls  # the control calls the API
+    passed, calls = spy_verdict(strict, SPY_FORGERIES[forgery] + SPY_REIMPLEMENTED)
+    assert not passed and calls == [], (forgery, calls)
