@@ -31,9 +31,16 @@ MODULE = "_editforge_sys"
 
 
 def cache_dir() -> Path:
-    """Where compiled modules are kept."""
+    """Where compiled modules are kept: ``$EDITFORGE_CACHE``, else ``~/.cache/editforge``, else (a
+    home that cannot be written) a folder of this user's in the temporary directory."""
     root = os.environ.get("EDITFORGE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "editforge")
-    return Path(root) / "sandbox-native"
+    folder = Path(root) / "sandbox-native"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        folder = Path(tempfile.gettempdir()) / f"editforge-{os.getuid()}" / "sandbox-native"
+        folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 @functools.cache
@@ -62,7 +69,10 @@ def built(python: str | None = None) -> str:
         pass
     argv = [compiler, "-shared", "-fPIC", "-O2", f"-I{include}", "-o", partial.name, str(SOURCE)]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise SandboxUnavailable(_missing(f"{compiler} cannot run: {exc}")) from exc
         if done.returncode != 0:
             raise SandboxUnavailable(_missing(f"{' '.join(argv)} failed:\n{done.stderr.strip()}"))
         os.replace(partial.name, target)  # atomic: concurrent builders all end with one whole file

@@ -1,0 +1,59 @@
+"""The sandbox's system-call module: built per interpreter and cached, a clear error where it
+cannot be built, and no function that takes an address."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from core.sandbox import SandboxUnavailable, native
+
+OFFERED = {
+    "set_no_new_privs",
+    "prctl_set",
+    "unshare",
+    "landlock_abi",
+    "landlock_create_ruleset",
+    "landlock_add_path",
+    "landlock_restrict",
+    "seccomp_install",
+    "drop_capabilities",
+    "keyring_clear",
+    "ipc_remove",
+}
+
+
+def test_the_module_offers_only_narrow_calls():
+    module = native.load()
+    assert {name for name in dir(module) if not name.startswith("__")} == OFFERED
+    with pytest.raises(ValueError, match="not offered"):
+        module.prctl_set(35, 0)  # PR_SET_MM takes addresses: refused
+    with pytest.raises(ValueError, match="multiple of 8"):
+        module.seccomp_install(b"123")
+    with pytest.raises(TypeError):
+        module.seccomp_install(12345)  # an address is not a program
+    assert module.landlock_abi() >= 0
+
+
+def test_it_is_built_once_per_source_and_interpreter(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDITFORGE_CACHE", str(tmp_path))
+    native.built.cache_clear()
+    try:
+        first = native.built(sys.executable)
+        assert first.startswith(str(tmp_path)) and native.load_path(first).landlock_abi() >= 0
+        native.built.cache_clear()
+        assert native.built(sys.executable) == first  # reused from the cache, not rebuilt
+    finally:
+        native.built.cache_clear()
+
+
+def test_a_missing_compiler_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDITFORGE_CACHE", str(tmp_path))
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    native.built.cache_clear()
+    try:
+        with pytest.raises(SandboxUnavailable, match="apt install gcc python3-dev"):
+            native.built(sys.executable)
+    finally:
+        native.built.cache_clear()
