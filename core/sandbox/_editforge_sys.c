@@ -146,6 +146,18 @@ static PyObject *ipc_remove(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* Whether any SysV shared-memory segment, semaphore set or message queue exists in this IPC
+ * namespace (three calls instead of reading three /proc files after every run). */
+static PyObject *ipc_in_use(PyObject *self, PyObject *unused) {
+    struct shm_info shm;
+    struct seminfo sem;
+    struct msginfo msg;
+    int segments = shmctl(0, SHM_INFO, (struct shmid_ds *)&shm) >= 0 ? (int)shm.used_ids : 1;
+    int sets = semctl(0, 0, SEM_INFO, &sem) >= 0 ? sem.semusz : 1;
+    int queues = msgctl(0, MSG_INFO, (struct msqid_ds *)&msg) >= 0 ? msg.msgpool : 1;
+    return PyBool_FromLong(segments > 0 || sets > 0 || queues > 0);
+}
+
 static PyMethodDef methods[] = {
     {"set_no_new_privs", set_no_new_privs, METH_NOARGS, "prctl(PR_SET_NO_NEW_PRIVS, 1)"},
     {"prctl_set", prctl_set, METH_VARARGS, "prctl(option, value) for PDEATHSIG, DUMPABLE, CHILD_SUBREAPER"},
@@ -158,6 +170,7 @@ static PyMethodDef methods[] = {
     {"drop_capabilities", drop_capabilities, METH_NOARGS, "clear every capability set"},
     {"keyring_clear", keyring_clear, METH_VARARGS, "keyctl(KEYCTL_CLEAR, keyring)"},
     {"ipc_remove", ipc_remove, METH_VARARGS, "(kind, id): remove a SysV IPC object"},
+    {"ipc_in_use", ipc_in_use, METH_NOARGS, "whether any SysV IPC object exists in this namespace"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -12,7 +12,8 @@ without it (``ForkServerSandbox.guards()`` says so).
 
 A run of a root server also drops every capability, so, like under bwrap, it cannot borrow the
 server's descriptors (``pidfd_getfd``, ``/proc/<pid>/fd``) or ptrace it. Every run also gets
-seccomp.py's filter (``install_filter``): no keyrings, no io_uring, sockets of allowed families only.
+seccomp.py's filter (``install_filter``, which the server applies to itself once; every run, its
+child, inherits it): no keyrings, no io_uring, sockets of allowed families only.
 
 Standard library only, the system calls made through the ``_editforge_sys`` C module (native.py):
 harness.py imports this file from its own folder.

@@ -197,7 +197,11 @@ class Server:
         seccomp = _import_sibling("seccomp")
         machine = os.uname().machine
         families = seccomp.socket_families(bool(config.get("network")), private_network)
-        self.filter = seccomp.program(machine, families) if seccomp.supported(machine) else None
+        # The filter goes on the server itself, once: every run is its child and inherits it (the
+        # server needs none of what it refuses after this point).
+        self.filtered = seccomp.supported(machine)
+        if self.filtered:
+            self.confine.install_filter(seccomp.program(machine, families))
         gc.freeze()  # keeps the children's garbage collector off the shared pages (fewer copy-on-write faults)
         # RLIMIT_AS counts what the preloaded modules reserved: memory_mb is on top of it.
         self.base_vm = _address_space()
@@ -273,9 +277,10 @@ class Server:
         restart = False
         try:
             self._empty_scratch()
-            if self.own_ipc:
+            if self.own_ipc and self.native.ipc_in_use():
                 _remove_sysv_ipc(self.native)
-            _clear_keyrings(self.native)
+            if not self.filtered:  # with the filter, no run can add a key
+                _clear_keyrings(self.native)
         except OSError as exc:  # e.g. a folder the run made undeletable: a fresh worker is cheaper
             restart, detail = True, f"{detail} (scratch cleanup failed: {exc}; worker restarts)".strip()
         result = {
@@ -428,8 +433,6 @@ class Server:
             os.chdir(self.work_dir)
             if os.geteuid() == 0:  # no borrowing the server's descriptors, no ptrace, no DAC override
                 self.confine.drop_capabilities()
-            if self.filter is not None:  # no keyrings, no io_uring, only the allowed socket families
-                self.confine.install_filter(self.filter)
             if job["kind"] == "python":
                 if self.ruleset is not None:  # the nonce lives in this process: no /proc/self/mem
                     self.confine.restrict(self.ruleset)

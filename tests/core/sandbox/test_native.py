@@ -21,6 +21,7 @@ OFFERED = {
     "drop_capabilities",
     "keyring_clear",
     "ipc_remove",
+    "ipc_in_use",
 }
 
 
