@@ -49,16 +49,24 @@ static PyObject *set_no_new_privs(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-/* prctl options that take a plain integer; options that take an address are not offered. */
+/* prctl options that take a plain integer; options that take an address are not offered, nor
+ * PR_SET_DUMPABLE: a run that made itself dumpable again could let a process it starts (an
+ * interpreter without the audit hook) read its memory. */
 static PyObject *prctl_set(PyObject *self, PyObject *args) {
     int option;
     unsigned long value;
     if (!PyArg_ParseTuple(args, "ik", &option, &value)) return NULL;
-    if (option != PR_SET_PDEATHSIG && option != PR_SET_DUMPABLE && option != PR_SET_CHILD_SUBREAPER) {
+    if (option != PR_SET_PDEATHSIG && option != PR_SET_CHILD_SUBREAPER) {
         PyErr_Format(PyExc_ValueError, "prctl option %d is not offered", option);
         return NULL;
     }
     if (prctl(option, value, 0, 0, 0)) return fail("prctl");
+    Py_RETURN_NONE;
+}
+
+/* No ptrace, no /proc/<pid>/mem, no process_vm_readv of this process by another of its user. */
+static PyObject *set_undumpable(PyObject *self, PyObject *unused) {
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)) return fail("prctl(PR_SET_DUMPABLE)");
     Py_RETURN_NONE;
 }
 
@@ -160,7 +168,8 @@ static PyObject *ipc_in_use(PyObject *self, PyObject *unused) {
 
 static PyMethodDef methods[] = {
     {"set_no_new_privs", set_no_new_privs, METH_NOARGS, "prctl(PR_SET_NO_NEW_PRIVS, 1)"},
-    {"prctl_set", prctl_set, METH_VARARGS, "prctl(option, value) for PDEATHSIG, DUMPABLE, CHILD_SUBREAPER"},
+    {"prctl_set", prctl_set, METH_VARARGS, "prctl(option, value) for PDEATHSIG and CHILD_SUBREAPER"},
+    {"set_undumpable", set_undumpable, METH_NOARGS, "prctl(PR_SET_DUMPABLE, 0)"},
     {"unshare", unshare_, METH_VARARGS, "unshare(flags)"},
     {"landlock_abi", landlock_abi, METH_NOARGS, "the kernel's Landlock ABI version, 0 without Landlock"},
     {"landlock_create_ruleset", landlock_create_ruleset, METH_VARARGS, "(handled_fs, scoped) -> ruleset fd"},

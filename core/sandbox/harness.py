@@ -55,7 +55,7 @@ _HEADER = struct.Struct(">I")
 _CHUNK = 1 << 16
 _REPORT_CAP = 4096  # the report pipe carries one short record; anything beyond is junk
 _DATA_CAP = 1 << 20  # the data pipe carries the coverage of one program
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 CLONE_NEWNET, CLONE_NEWIPC = 0x40000000, 0x08000000
 KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
@@ -178,7 +178,7 @@ class Server:
         self.own_ipc = self.mode == "init" or (
             config.get("unshare_ipc") and _succeeds(self.native.unshare, CLONE_NEWIPC)
         )
-        self.native.prctl_set(PR_SET_DUMPABLE, 0)  # children may not ptrace us or read our /proc/*/mem
+        self.native.set_undumpable()  # children may not ptrace us or read our /proc/*/mem (nor runs, theirs)
         if self.mode == "subreaper":
             self.native.prctl_set(PR_SET_CHILD_SUBREAPER, 1)
         for sig in (signal.SIGINT, *_STOP_SIGNALS):

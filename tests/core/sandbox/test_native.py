@@ -12,6 +12,7 @@ from core.sandbox import SandboxUnavailable, native
 OFFERED = {
     "set_no_new_privs",
     "prctl_set",
+    "set_undumpable",
     "unshare",
     "landlock_abi",
     "landlock_create_ruleset",
@@ -28,8 +29,9 @@ OFFERED = {
 def test_the_module_offers_only_narrow_calls():
     module = native.load()
     assert {name for name in dir(module) if not name.startswith("__")} == OFFERED
-    with pytest.raises(ValueError, match="not offered"):
-        module.prctl_set(35, 0)  # PR_SET_MM takes addresses: refused
+    for option in (35, 4):  # PR_SET_MM takes addresses; PR_SET_DUMPABLE would undo set_undumpable
+        with pytest.raises(ValueError, match="not offered"):
+            module.prctl_set(option, 1)
     with pytest.raises(ValueError, match="multiple of 8"):
         module.seccomp_install(b"123")
     with pytest.raises(TypeError):

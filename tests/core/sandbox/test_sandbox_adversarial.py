@@ -1287,3 +1287,34 @@ def test_a_spy_pass_cannot_be_forged(strict, forgery):
     assert passed and calls, calls  # the control calls the API
     passed, calls = spy_verdict(strict, SPY_FORGERIES[forgery] + SPY_REIMPLEMENTED)
     assert not passed and calls == [], (forgery, calls)
+
+
+def test_a_process_the_run_starts_cannot_read_its_memory(strict):
+    """A fresh interpreter started by the run has no audit hook (ctypes loads there); the run is not
+    dumpable, and the native module (reachable through the harness's frames) cannot make it so."""
+    program = (
+        "import inspect, os, subprocess, sys\n"
+        "secret = b's3cr3t-value-0123456789'\n"
+        "frame = inspect.currentframe()\n"
+        "while frame is not None:\n"
+        "    native = getattr(frame.f_locals.get('self'), 'native', None)\n"
+        "    if native is not None:\n"
+        "        try:\n            native.prctl_set(4, 1)\n"
+        "        except ValueError as exc:\n            print('refused:', exc)\n"
+        "    frame = frame.f_back\n"
+        "reader = f'''\n"
+        "import ctypes\n"
+        "class iovec(ctypes.Structure):\n"
+        "    _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]\n"
+        "buf = ctypes.create_string_buffer(23)\n"
+        "local, remote = iovec(ctypes.addressof(buf), 23), iovec({id(secret) + 32}, 23)\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "n = libc.process_vm_readv({os.getpid()}, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)\n"
+        "print(n, ctypes.get_errno(), buf.raw)\n"
+        "'''\n"
+        "print(subprocess.run([sys.executable, '-c', reader], capture_output=True, text=True).stdout)\n"
+    )
+    result = strict.run(program)
+    assert result.status == "passed", result
+    assert "refused: prctl option 4 is not offered" in result.stdout, result.stdout
+    assert "-1 1 " in result.stdout and "s3cr3t" not in result.stdout, result.stdout  # EPERM
