@@ -8,16 +8,19 @@ regenerates and re-executes nothing it had finished.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, TypeVar
 
 Key = tuple[str, str, int]
 T = TypeVar("T")
 CHUNK = 64  # records appended per chunk: what a kill can lose, and the sandbox's batch
+IN_FLIGHT = 2  # chunks worked on at once, so that no worker idles behind a chunk's slowest job
 
 
 class SampleStore:
@@ -65,22 +68,38 @@ def run_missing(
     work: Callable[[list[tuple[Key, T]]], Sequence[dict[str, Any]]],
     progress: Callable[[int], None] | None = None,
     chunk: int = CHUNK,
+    in_flight: int = IN_FLIGHT,
 ) -> int:
     """The one resumable loop: for each item whose key has no `record_type` record yet, chunk by
-    chunk, `work` gives one record body per item and each is appended (typed and keyed) before
-    the next chunk starts, so a killed run redoes at most one chunk. Returns how many ran."""
+    chunk, `work` gives one record body per item and each is appended (typed and keyed) as soon
+    as its chunk is done. ``in_flight`` chunks are worked on at once (in threads: `work` drives
+    the sandbox's pool, which takes jobs from several callers), so the next chunk's jobs fill the
+    workers a chunk's slowest job leaves idle; a killed run redoes at most ``in_flight`` chunks.
+    Returns how many ran."""
     done = store.of_type(record_type)
     missing = [(key, item) for key, item in todo if key not in done]
-    for start in range(0, len(missing), chunk):
-        part = missing[start : start + chunk]
-        bodies = work(part)
-        if len(bodies) != len(part):
-            raise RuntimeError(f"{record_type}: {len(bodies)} records for {len(part)} items")
-        for (key, _), body in zip(part, bodies, strict=True):
-            head = {"type": record_type, "problem": key[0], "split": key[1], "index": key[2]}
-            store.append({**head, **body, **head})
-        if progress:
-            progress(len(part))
+    parts = iter([missing[start : start + chunk] for start in range(0, len(missing), chunk)])
+    with ThreadPoolExecutor(max_workers=max(1, in_flight)) as pool:
+        running = {pool.submit(work, part): part for part in itertools.islice(parts, max(1, in_flight))}
+        try:
+            while running:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    part = running.pop(future)
+                    bodies = future.result()
+                    if len(bodies) != len(part):
+                        raise RuntimeError(f"{record_type}: {len(bodies)} records for {len(part)} items")
+                    for (key, _), body in zip(part, bodies, strict=True):
+                        head = {"type": record_type, "problem": key[0], "split": key[1], "index": key[2]}
+                        store.append({**head, **body, **head})
+                    if progress:
+                        progress(len(part))
+                    following = next(parts, None)
+                    if following is not None:
+                        running[pool.submit(work, following)] = following
+        finally:
+            for future in running:  # an error: chunks not started yet are dropped
+                future.cancel()
     return len(missing)
 
 

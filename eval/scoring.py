@@ -32,7 +32,10 @@ def measure_coverage(
     """Coverage of every passing Python sample not measured yet, run in the sandbox's worker pool
     through the resumable loop; returns how many were measured."""
     samples = store.of_type("sample")
-    todo = [(k, problems[k[0]]) for k, e in sorted(store.of_type("execution").items()) if e["passed"]]
+    executions = store.of_type("execution")
+    # longest verdict runs first: traced, they dominate, and started last one would run alone
+    todo = [(k, problems[k[0]]) for k, e in sorted(executions.items()) if e["passed"]]
+    todo.sort(key=lambda item: -float(executions[item[0]].get("duration_s") or 0.0))
 
     def work(chunk: list[tuple[Key, Problem]]) -> list[dict[str, Any]]:
         python = [key for key, problem in chunk if problem.language == "python"]
