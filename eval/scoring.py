@@ -73,7 +73,7 @@ def score(store: SampleStore, problems: dict[str, Problem], splits: Sequence[str
     excess: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     excess_changed: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     percents: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    for key, record in executions.items():
+    for key, record in sorted(executions.items()):  # key order: sums do not depend on completion order
         problem, split, _ = key
         if split not in splits or problem not in problems:
             continue

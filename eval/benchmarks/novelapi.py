@@ -18,7 +18,6 @@ Metrics per cell (split), means over problems of per-problem values:
 
 from __future__ import annotations
 
-import inspect
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,7 +29,8 @@ from core.sandbox.declared import unverified_flags
 from eval.benchmarks.base import BenchmarkKind, ExecContext, Job, ScoreContext, Scored
 from eval.execute import precheck
 from eval.metrics import aggregate_pass_at_k
-from eval.novelapi.classify import CLASSES, Attempt, explain, parse_signature
+from eval.novelapi.classify import CLASSES, Attempt, bound_arguments, explain, parse_signature
+from eval.novelapi.library import library_facts
 
 
 class NovelApi(BenchmarkKind):
@@ -91,6 +91,7 @@ def _record(problem: Problem, code: str, early, result, needed: bool = True) -> 
         status, passed, spy = "failed", False, {"calls": []}
         detail = "passes with the API taken away: the target API was never needed"
     payload: NovelApiPayload = problem.payload
+    facts = library_facts(payload.library, payload.python)
     attempt = Attempt(
         code=code,
         target=payload.qualname,
@@ -101,6 +102,8 @@ def _record(problem: Problem, code: str, early, result, needed: bool = True) -> 
         stderr=stderr,
         calls=tuple(spy.get("calls") or ()),
         reference_calls=payload.reference_calls,
+        library_folders=facts.folders,
+        library_names=facts.names,
     )
     klass, reason = explain(attempt)
     return {
@@ -115,24 +118,12 @@ def _record(problem: Problem, code: str, early, result, needed: bool = True) -> 
     }
 
 
-def _bound(call: dict, signature: inspect.Signature | None) -> dict[str, str] | None:
-    args, kwargs = list(call.get("args") or []), dict(call.get("kwargs") or {})
-    if signature is None:
-        return {**{f"#{i}": a for i, a in enumerate(args)}, **kwargs}
-    try:
-        bound = signature.bind(*args, **kwargs)
-    except TypeError:
-        return None
-    bound.apply_defaults()
-    return {k: repr(v) if not isinstance(v, str) else v for k, v in bound.arguments.items()}
-
-
 def param_correct(calls: Sequence[dict], references: Sequence[dict], signature_text: str | None) -> bool:
     """Whether some recorded call the API accepted passes the same arguments as some reference call."""
     signature = parse_signature(signature_text)
-    wanted = [b for b in (_bound(r, signature) for r in references) if b is not None]
+    wanted = [b for b in (bound_arguments(r, signature) for r in references) if b is not None]
     accepted = [c for c in calls if not c.get("rejected")]
-    return any((b := _bound(c, signature)) is not None and b in wanted for c in accepted)
+    return any((b := bound_arguments(c, signature)) is not None and b in wanted for c in accepted)
 
 
 def score_novelapi(
@@ -140,7 +131,7 @@ def score_novelapi(
 ) -> Scored:
     per: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0, 0]))
     classes: dict[str, Counter] = defaultdict(Counter)
-    for (pid, split, _), record in executions.items():
+    for (pid, split, _), record in sorted(executions.items()):
         if split not in splits or pid not in problems:
             continue
         row = per[split][pid]

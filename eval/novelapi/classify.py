@@ -1,60 +1,48 @@
-"""Deterministic failure classes of novel-API programs (NovelAPIBench's six, plus OK).
+"""Deterministic failure classes of novel-API programs: NovelAPIBench's six (§3), plus OK.
+
+The paper's classes mark six points along the API-invocation pipeline: WrongSyntax (invalid
+Python), WrongAPISelection (the target never invoked: a sibling or a hallucinated symbol called
+instead), WrongImport (the correct symbol, a wrong or missing import path), WrongParam (the right
+call, a wrong argument), WrongShapeDtype (the right call, a contract violation inside the API's
+body) and WrongLogic (the right call; the surrounding program is wrong). The paper decides the
+cases its fast path leaves with a strong-LLM judge; this classifier decides every case from
+evidence the sandbox records, so it needs no paid judge: the spy's calls of the target, the
+traceback (its last exception and the file of its innermost frame), the library's files and
+every name it defines (`eval/novelapi/library.py`), and the reference solution's calls.
 
 An `Attempt` is one program a model completed, the target API it had to call (its qualified
 name and every alias path of the same object), the target's signature text, the sandbox's
-verdict and stderr, and the spy record: one ``{"args": [repr, ...], "kwargs": {name: repr}}``
-per call of the target (the spy wraps every alias and records before calling through).
-`classify` assigns exactly one class from static analysis of the code (``compile()``, an AST
-resolver of imports/attributes/assignments) and the run's last exception. Rules, in precedence
-order — the first that applies wins:
+verdict and stderr, the spy record (one ``{"args": [repr, ...], "kwargs": {name: repr}}`` per
+call of the target), the reference's calls, and the library's folders and names. Rules, in
+precedence order — the first that applies wins:
 
 1. **OK** — ``attempt.passed``.
 2. **WrongSyntax** — ``compile(code)`` fails (SyntaxError, IndentationError, ValueError), the
    code is blank, or the sandbox status is ``syntax_error`` or ``empty``.
-3. **WrongImport** — the last exception is
-   a. ``ImportError`` / ``ModuleNotFoundError``; or
-   b. ``AttributeError: module 'M' has no attribute ...`` where M belongs to the target's
-      library (the top-level package of the target or of an alias); or
-   c. ``NameError: name 'N' is not defined`` where N is the target's (or an alias') leaf name
-      or the library's top-level package (the import was forgotten); or
-   d. (static, only when the spy recorded no call) the code imports or references the target's
-      leaf name through a library path that is not one of the aliases (``from novlib import
-      slugify`` when only ``novlib.text.slugify`` exists) — even if a fallback hid the failure.
-4. **WrongAPISelection** — the spy recorded no call of the target and the code never names
-   the target through any alias (calls, ``f = novlib.text.slugify``, ``map(slugify, ...)``,
-   ``getattr(mod, "slugify")``): the program used other APIs or reimplemented it. (A program
-   that names the target but never reached the call — it crashed or timed out first, which
-   also loses the at-exit spy record — selected the right API and goes on to rules 5-7.)
-5. **WrongParam** — the target was called with arguments its signature rejects:
-   a. the last exception is a ``TypeError`` of argument binding (``unexpected keyword
-      argument``, ``missing N required ... argument``, ``takes N positional arguments but M
-      were given``, ``multiple values for argument``, ...) naming the target's function (or
-      naming none while the target was called); or
-   b. a recorded call does not bind to ``attempt.signature``; or
-   c. a recorded call's *argument shape* equals no reference call's shape. The shape is the set
-      of explicitly passed parameter names after binding to the signature (``*args`` entries
-      count one each, ``**kwargs`` entries by key; a default passed explicitly counts as
-      passed), so it captures both names and arity; without a signature it is
-      ``{#0, #1, ..., kw names}``. Skipped when there are no reference calls.
-6. **WrongShapeDtype** — the last exception is a value type/shape/dtype mismatch:
-   ``TypeError`` with a value-type message (``unsupported operand``, ``not subscriptable``,
-   ``is not iterable``, ``can't multiply sequence``, ``must be str, not``, ``can only
-   concatenate``, ``indices must be integers``, ``not supported between instances``,
-   ``bytes-like object``, ``unhashable type``, ``has no len()``, ...); ``ValueError`` with
-   ``shape``/``dtype``/``broadcast``/``dimension``/``could not convert``/``invalid literal``/
-   ``values to unpack``/``length``; numpy's ``AxisError``/``UFuncTypeError``/
-   ``DTypePromotionError``; ``IndexError: too many indices`` / ``out of bounds for axis``;
-   ``AttributeError: '<builtin value type>' object has no attribute`` (``str``, ``list``,
-   ``int``, ``bytes``, ``ndarray``, ... — not ``NoneType``); or an ``AssertionError`` that
-   follows the harness convention below with two different types.
-7. **WrongLogic** — everything else: the target was called acceptably and the result is wrong
-   (same-type assertion failures, other exceptions, timeouts/memory/kills of a program that
-   names the target, sandbox errors).
-
-Harness assertion convention (rule 6): when a test compares a result with its expectation it
-raises ``AssertionError: expected <repr> (<type>), got <repr> (<type>)``; ``<type>`` is any
-text without newlines (e.g. ``str``, ``ndarray float64 (3,)``) and the two are compared as
-strings. ``expected <type>: <repr>, got <type>: <repr>`` is accepted too.
+3. The target was never called and the run ended on a missing name: ``ImportError: cannot
+   import name 'N'``, ``ModuleNotFoundError`` (the names the code imports from that module, or the
+   library itself when the module is a wrong path inside it), ``AttributeError: module 'M' has no
+   attribute 'N'`` with M in the library, or ``NameError`` of the target's or a library name.
+   **WrongImport** when N exists anywhere in the library (or is the target's own name: the
+   right symbol, looked up at a wrong or missing path); **WrongAPISelection** when it exists
+   nowhere (a hallucinated symbol). Also **WrongImport** (static, with no call recorded): the
+   code imports the target's name through a library path that is none of its aliases, even
+   when a fallback hid the failure.
+4. **WrongAPISelection** — no call of the target was recorded and the code never names it
+   through any alias: another API of the library, or a reimplementation. (A program that names
+   the target but never reached the call, because it crashed or timed out first, selected the
+   right API and goes on to the next rules.)
+5. **WrongParam** — the target was called with arguments its signature rejects: a binding
+   ``TypeError`` naming the target (or naming none while the target was called), a recorded call
+   that does not bind to ``attempt.signature``, or a call whose *argument shape* (the parameters
+   passed explicitly, after binding) equals no reference call's.
+6. **WrongShapeDtype** — the target was called and the last exception was raised inside the
+   library (the innermost frame's file lies in its folders or in its package): a contract
+   violation in the API's body.
+7. **WrongParam** — a recorded call the API accepted passes other argument values (reprs after
+   binding, defaults filled in) than every reference call: the right call, a wrong argument.
+8. **WrongLogic** — everything else: the right call with the right arguments, and the program
+   around it is wrong (a failed assertion, its own exception, a timeout).
 
 Tracebacks are parsed from stderr (`parse_exception`): the last ``Traceback (most recent call
 last):`` block wins (so of chained exceptions the last one), its first unindented line is
@@ -95,6 +83,8 @@ class Attempt:
     stderr: str
     calls: tuple[dict, ...] = ()
     reference_calls: tuple[dict, ...] = ()
+    library_folders: tuple[str, ...] = ()  # where the library's files are (eval/novelapi/library.py)
+    library_names: frozenset[str] = frozenset()  # every name the library defines anywhere
 
 
 @dataclass(frozen=True)
@@ -148,6 +138,25 @@ def parse_exception(stderr: str) -> ExceptionInfo | None:
         if match and _EXC_NAME.search(match.group(1)):
             return _info(match, lines[i + 1 :])
     return None
+
+
+_FRAME = re.compile(r'^\s*File "(.+)", line \d+, in ')
+
+
+def innermost_file(stderr: str) -> str | None:
+    """The file of the innermost frame of the last traceback in `stderr` (where it was raised)."""
+    lines = stderr.splitlines()
+    header = max((i for i, line in enumerate(lines) if line.strip(" |+") in _HEADERS), default=None)
+    if header is None:
+        return None
+    found = None
+    for line in lines[header + 1 :]:
+        match = _FRAME.match(line.lstrip(" |"))
+        if match:
+            found = match.group(1)
+        elif line and not line[0].isspace() and not line.startswith("|"):
+            break
+    return found
 
 
 def _info(match: re.Match, rest: list[str]) -> ExceptionInfo:
@@ -317,33 +326,6 @@ _BINDING = re.compile(
     r"|is an invalid keyword argument|given by name \(.*\) and position"
 )
 _FUNC = re.compile(r"([\w.<>]+)\(\)")
-_TYPE_VALUE = re.compile(
-    r"unsupported operand|not subscriptable|is not iterable|can't multiply sequence|must be [\w .,]+, not "
-    r"|can only concatenate|can't concat|indices must be integers|not supported between instances"
-    r"|bytes-like object|unhashable type|has no len\(\)|cannot be interpreted as an? "
-    r"|sequence item \d+: expected|expected str, bytes|object is not callable|only \w+ can be"
-    r"|argument must be|cannot convert|object cannot be|not a mapping|bad operand type"
-)
-_VALUE_SHAPE = re.compile(
-    r"shape|dtype|broadcast|dimension|ndim|could not convert|invalid literal|values to unpack"
-    r"|length|array element with a sequence|cannot reshape|size \d+",
-    re.IGNORECASE,
-)
-_SHAPE_TYPES = {"AxisError", "UFuncTypeError", "_UFuncNoLoopError", "DTypePromotionError"}
-_SHAPE_TYPES |= {"_UFuncTypeError", "_UFuncInputCastingError", "_UFuncOutputCastingError"}
-_INDEX_SHAPE = re.compile(r"too many indices|out of bounds for axis|only integers, slices")
-_VALUE_TYPES = (
-    "str|bytes|bytearray|int|float|complex|bool|list|tuple|dict|set|frozenset|range|generator|map|filter"
-    "|zip|dict_keys|dict_values|dict_items|ndarray|Series|DataFrame|Index|matrix|memoryview"
-)
-_ATTR_ON_VALUE = re.compile(rf"^'({_VALUE_TYPES})' object has no attribute")
-_TYPE_TEXT = r"[^()\n]*(?:\([^()\n]*\)[^()\n]*)*"
-_ASSERT_TYPES = (
-    re.compile(
-        rf"expected (?P<e>.*?) \((?P<et>{_TYPE_TEXT})\), got (?P<g>.*) \((?P<gt>{_TYPE_TEXT})\)\s*$", re.S
-    ),
-    re.compile(r"expected (?P<et>[\w.\[\], ]+?): (?P<e>.*?),? got (?P<gt>[\w.\[\], ]+?): (?P<g>.*)$", re.S),
-)
 
 
 def _binding_error(exc: ExceptionInfo, leaves: set[str], called: bool) -> bool:
@@ -357,30 +339,6 @@ def _binding_error(exc: ExceptionInfo, leaves: set[str], called: bool) -> bool:
         return True
     # a class target: Cls.__init__() / __init__()
     return parts[-1] in {"__init__", "__new__", "__call__"} and (len(parts) == 1 or parts[-2] in leaves)
-
-
-def _shape_dtype(exc: ExceptionInfo) -> str | None:
-    """Why `exc` is a value type/shape/dtype mismatch (rule 6), or None."""
-    if exc.name in _SHAPE_TYPES:
-        return exc.line
-    if exc.name == "TypeError" and _TYPE_VALUE.search(exc.message) and not _BINDING.search(exc.message):
-        return exc.line
-    if exc.name == "ValueError" and _VALUE_SHAPE.search(exc.message):
-        return exc.line
-    if exc.name == "IndexError" and _INDEX_SHAPE.search(exc.message):
-        return exc.line
-    if exc.name == "LinAlgError" and _VALUE_SHAPE.search(exc.message):
-        return exc.line
-    if exc.name == "AttributeError" and _ATTR_ON_VALUE.search(exc.message):
-        return exc.line
-    if exc.name == "AssertionError":
-        for pattern in _ASSERT_TYPES:
-            match = pattern.search(exc.message)
-            if match and match.group("et").strip() != match.group("gt").strip():
-                return (
-                    f"the assertion expected a {match.group('et').strip()}, got a {match.group('gt').strip()}"
-                )
-    return None
 
 
 # ----------------------------------------------------------------------------- the classifier
@@ -421,16 +379,21 @@ def explain(attempt: Attempt) -> tuple[str, str]:
     static = _analyse(tree, attempt)
     called = bool(attempt.calls)
 
-    # 3. WrongImport
-    if exc is not None:
-        if exc.name in ("ImportError", "ModuleNotFoundError"):
-            return "WrongImport", exc.line
-        missing = re.search(r"module '([\w.]+)' has no attribute", exc.message)
-        if exc.name == "AttributeError" and missing and missing.group(1).split(".")[0] in roots:
-            return "WrongImport", exc.line
-        undefined = re.search(r"name '(\w+)' is not defined", exc.message)
-        if exc.name == "NameError" and undefined and undefined.group(1) in leaves | roots:
-            return "WrongImport", f"{exc.line} (the import is missing)"
+    # 3. WrongImport / WrongAPISelection: the target was never reached because a name was missing
+    known = set(attempt.library_names) | leaves | roots
+    if exc is not None and not called:
+        missing = _missing_names(exc, tree, roots)
+        if exc.name == "NameError" and not set(missing or ()) & known:
+            missing = None  # a variable of the program's own, not a symbol it looked for
+        if missing is not None:
+            right = [n for n in missing if n in known]
+            if right and exc.name == "NameError":
+                return "WrongImport", f"{exc.line} (the import is missing)"
+            if right:
+                return "WrongImport", _clip(f"{right[0]} exists in the library, not there: {exc.line}")
+            return "WrongAPISelection", _clip(
+                f"{', '.join(missing)} exists nowhere in the library: {exc.line}"
+            )
     if not called and static.wrong_paths:
         return "WrongImport", _clip(
             f"imports {', '.join(static.wrong_paths)}, which is no path of {attempt.target} "
@@ -447,7 +410,7 @@ def explain(attempt: Attempt) -> tuple[str, str]:
             instead = f"no {'/'.join(sorted(roots))} API called (reimplemented)"
         return "WrongAPISelection", _clip(f"{attempt.target} never called; {instead}")
 
-    # 5. WrongParam
+    # 5. WrongParam: arguments the signature rejects, or another set of parameters than the reference's
     name = attempt.target.rsplit(".", 1)[-1]
     if exc is not None and _binding_error(exc, leaves, called or static.references_target):
         return "WrongParam", exc.line
@@ -475,13 +438,27 @@ def explain(attempt: Attempt) -> tuple[str, str]:
                     f"the reference passes {expected}"
                 )
 
-    # 6. WrongShapeDtype
-    if exc is not None:
-        why = _shape_dtype(exc)
-        if why:
-            return "WrongShapeDtype", why
+    # 6. WrongShapeDtype: the exception was raised inside the library, during a call of the target
+    if exc is not None and called:
+        where = innermost_file(attempt.stderr)
+        if where is not None and _in_library(where, attempt.library_folders, roots):
+            return "WrongShapeDtype", _clip(
+                f"{exc.line} (raised inside the library, {where.rsplit('/', 1)[-1]})"
+            )
 
-    # 7. WrongLogic
+    # 7. WrongParam: an accepted call with other argument values than every reference call
+    wanted = [b for b in (bound_arguments(r, signature) for r in attempt.reference_calls) if b is not None]
+    if wanted:
+        for call in attempt.calls:
+            values = bound_arguments(call, signature)
+            if values is not None and not call.get("rejected") and values not in wanted:
+                differs = sorted(k for k in values if all(w.get(k) != values[k] for w in wanted))
+                shown = ", ".join(f"{k}={values[k]}" for k in differs) or _render_call(name, call)
+                return "WrongParam", _clip(
+                    f"{_render_call(name, call)}: {shown} differs from every reference call"
+                )
+
+    # 8. WrongLogic: the right call with the right arguments; the program around it is wrong
     if exc is not None:
         return "WrongLogic", exc.line
     if attempt.status in ("timeout", "memory", "killed", "output_limit", "error"):
@@ -490,3 +467,53 @@ def explain(attempt: Attempt) -> tuple[str, str]:
         "WrongLogic",
         f"{attempt.target} called acceptably but the program failed (status {attempt.status!r})",
     )
+
+
+def _missing_names(exc: ExceptionInfo, tree: ast.AST, roots: set[str]) -> list[str] | None:
+    """The names an import-style failure could not find (None: `exc` is no such failure)."""
+    if exc.name == "ImportError":
+        found = re.search(r"cannot import name '(\w+)'", exc.message)
+        return [found.group(1)] if found else None
+    if exc.name == "ModuleNotFoundError":
+        found = re.search(r"No module named '([\w.]+)'", exc.message)
+        if not found:
+            return None
+        module = found.group(1)
+        names = [
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(module)
+            for alias in node.names
+            if alias.name != "*"
+        ]
+        if names:
+            return names
+        # a module of the library's own that does not exist: the library, at a wrong path
+        return [module.split(".")[0]] if module.split(".")[0] in roots else [module.rsplit(".", 1)[-1]]
+    if exc.name == "AttributeError":
+        found = re.search(r"module '([\w.]+)' has no attribute '(\w+)'", exc.message)
+        return [found.group(2)] if found and found.group(1).split(".")[0] in roots else None
+    if exc.name == "NameError":
+        found = re.search(r"name '(\w+)' is not defined", exc.message)
+        return [found.group(1)] if found else None
+    return None
+
+
+def _in_library(path: str, folders: tuple[str, ...], roots: set[str]) -> bool:
+    """Whether a frame's file lies in the library (its folders, or a path through its package)."""
+    if any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders):
+        return True
+    return any(f"/{root}/" in path or path.endswith(f"/{root}.py") for root in roots)
+
+
+def bound_arguments(call: dict, signature: inspect.Signature | None) -> dict[str, str] | None:
+    """A recorded call's arguments by parameter (reprs, defaults filled in); None if it does not bind."""
+    args, kwargs = list(call.get("args") or []), dict(call.get("kwargs") or {})
+    if signature is None:
+        return {**{f"#{i}": a for i, a in enumerate(args)}, **kwargs}
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    return {k: repr(v) if not isinstance(v, str) else v for k, v in bound.arguments.items()}

@@ -1,5 +1,9 @@
 """eval.novelapi.classify: hand-written failing programs per class, actually run against a tiny
-fictional library `novlib` with a spy on every alias of the target `novlib.text.slugify`."""
+fictional library `novlib` with a spy on every alias of the target `novlib.text.slugify`. The
+classes are NovelAPIBench's (§3): WrongAPISelection (the target never invoked: a sibling or a
+hallucinated symbol instead), WrongImport (the right symbol, a wrong or missing import path),
+WrongParam (the right call, a wrong argument), WrongShapeDtype (the right call, a violation
+raised inside the API's body), WrongLogic (the right call; the program around it is wrong)."""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from eval.novelapi.classify import (
     explain,
     parse_exception,
 )
+from eval.novelapi.library import names_in
 
 TARGET = "novlib.text.slugify"
 ALIASES = ("novlib.text.slugify", "novlib.compat.slugify")
@@ -151,6 +156,12 @@ CASES = [
         "import is missing",
     ),
     (
+        "import-right-symbol-from-a-made-up-library",
+        "WrongImport",
+        REFERENCE.replace("novlib.text", "slugkit"),
+        "slugify exists in the library",
+    ),
+    (
         "import-hidden-by-fallback",  # no exception: the static wrong path (rule 3d) beats rule 4
         "WrongImport",
         "try:\n    from novlib import slugify\nexcept ImportError:\n    import re\n\n"
@@ -160,6 +171,20 @@ CASES = [
         "imports novlib.slugify",
     ),
     # ---------------------------------------------------------------- WrongAPISelection
+    (
+        "api-hallucinated-symbol",  # an ImportError, but of a name the library has nowhere
+        "WrongAPISelection",
+        REFERENCE.replace("import slugify", "import slugify_title").replace(
+            "return slugify(", "return slugify_title("
+        ),
+        "slugify_title exists nowhere in the library",
+    ),
+    (
+        "api-hallucinated-attribute",
+        "WrongAPISelection",
+        'import novlib.text as nt\n\n\ndef make_slug(title):\n    return nt.to_slug(title, sep="_", max_len=12)\n',
+        "to_slug exists nowhere in the library",
+    ),
     (
         "api-other-library-function",
         "WrongAPISelection",
@@ -233,18 +258,9 @@ CASES = [
         _body('slugify(title, sep=b"_", max_len=12)'),
         "bytes-like object",
     ),
-    (
-        "shape-returns-list",
-        "WrongShapeDtype",
-        _body('slugify(title, sep="_", max_len=12).split("_")'),
-        "expected a str, got a list",
-    ),
-    (
-        "shape-returns-bytes",
-        "WrongShapeDtype",
-        _body('slugify(title, sep="_", max_len=12).encode()'),
-        "expected a str, got a bytes",
-    ),
+    # ---------------------------------------------------------------- WrongParam by value
+    ("param-wrong-separator", "WrongParam", _body('slugify(title, sep="-", max_len=12)'), "sep='-' differs"),
+    ("param-wrong-max-len", "WrongParam", _body('slugify(title, sep="_", max_len=5)'), "max_len=5 differs"),
     # ---------------------------------------------------------------- WrongLogic
     (
         "logic-wrong-case",
@@ -252,8 +268,18 @@ CASES = [
         _body('slugify(title, sep="_", max_len=12).upper()'),
         "AssertionError",
     ),
-    ("logic-wrong-separator", "WrongLogic", _body('slugify(title, sep="-", max_len=12)'), "'hello-world'"),
-    ("logic-wrong-max-len", "WrongLogic", _body('slugify(title, sep="_", max_len=5)'), "got 'hello'"),
+    (  # a type error of the candidate's own code, not inside the API's body
+        "logic-returns-list",
+        "WrongLogic",
+        _body('slugify(title, sep="_", max_len=12).split("_")'),
+        "expected 'hello_world' (str), got",
+    ),
+    (
+        "logic-own-type-error",
+        "WrongLogic",
+        _body('slugify(title, sep="_", max_len=12) + 1'),
+        "can only concatenate",
+    ),
     (
         "logic-index-error",
         "WrongLogic",
@@ -309,6 +335,8 @@ def run(code: str, path, reference_calls: tuple[dict, ...] = (), timeout: float 
         stderr=stderr,
         calls=calls,
         reference_calls=reference_calls,
+        library_folders=(str(path / "novlib"),),
+        library_names=names_in([str(path / "novlib")]),
     )
 
 
@@ -342,13 +370,15 @@ def attempt(**changes) -> Attempt:
         "passed": False,
         "status": "failed",
         "stderr": "",
-        "calls": ({"args": ["'x'"], "kwargs": {"sep": "'_'", "max_len": "12"}},),
+        "calls": ({"args": ["'y'"], "kwargs": {"sep": "'_'", "max_len": "12"}},),
         "reference_calls": ({"args": ["'y'"], "kwargs": {"sep": "'_'", "max_len": "12"}},),
     }
     return Attempt(**{**base, **changes})
 
 
 TB = 'Traceback (most recent call last):\n  File "<string>", line 9, in <module>\n'
+# the same, raised inside the library (the target's body)
+TB_LIB = TB + '  File "/venv/lib/python3.11/site-packages/novlib/text.py", line 6, in slugify\n'
 
 
 @pytest.mark.parametrize(
@@ -359,11 +389,24 @@ TB = 'Traceback (most recent call last):\n  File "<string>", line 9, in <module>
         ({"status": "empty", "code": "   \n"}, "WrongSyntax"),
         ({"status": "syntax_error"}, "WrongSyntax"),
         ({"code": "x = 1\0"}, "WrongSyntax"),  # null byte: compile() raises ValueError / SyntaxError
-        # an ImportError beats a binding TypeError and a shape mismatch
+        # the target never reached: a missing name the library has is an import path, one it has
+        # nowhere (here another library) a selection
+        ({"stderr": TB + "ModuleNotFoundError: No module named 'novlib.txt'", "calls": ()}, "WrongImport"),
+        ({"stderr": TB + "ModuleNotFoundError: No module named 'numpy'", "calls": ()}, "WrongAPISelection"),
         (
-            {"stderr": TB + "ModuleNotFoundError: No module named 'numpy'", "calls": ({"args": []},)},
+            {"stderr": TB + "ImportError: cannot import name 'shorten' from 'novlib'", "calls": ()},
+            "WrongAPISelection",
+        ),
+        (
+            {
+                "stderr": TB + "ImportError: cannot import name 'shorten' from 'novlib'",
+                "calls": (),
+                "library_names": frozenset({"shorten"}),
+            },
             "WrongImport",
         ),
+        # once the target was called, an import failure is about something else
+        ({"stderr": TB + "ModuleNotFoundError: No module named 'numpy'"}, "WrongLogic"),
         # AttributeError on another library's module is no import problem of the target
         ({"stderr": TB + "AttributeError: module 'os' has no attribute 'slug'"}, "WrongLogic"),
         # a NameError of some other variable is logic, not a forgotten import
@@ -387,10 +430,10 @@ TB = 'Traceback (most recent call last):\n  File "<string>", line 9, in <module>
         ({"calls": ({"args": ["'x'"], "kwargs": {"max_len": "12"}},)}, "WrongParam"),
         # same names bound positionally or by keyword: the same shape
         (
-            {"calls": ({"args": ["'x'", "'_'", "12"], "kwargs": {}},), "stderr": TB + "AssertionError"},
+            {"calls": ({"args": ["'y'", "'_'", "12"], "kwargs": {}},), "stderr": TB + "AssertionError"},
             "WrongLogic",
         ),
-        # a default passed explicitly counts as passed (names, not values, are compared)
+        # a default passed explicitly counts as passed (the shapes compare names)
         (
             {
                 "reference_calls": ({"args": ["'y'"], "kwargs": {"max_len": "12", "sep": "'-'"}},),
@@ -402,22 +445,31 @@ TB = 'Traceback (most recent call last):\n  File "<string>", line 9, in <module>
         (
             {
                 "reference_calls": ({"args": ["'y'"]}, {"args": ["'y'"], "kwargs": {"sep": "'_'"}}),
-                "calls": ({"args": ["'x'", "'_'"], "kwargs": {}}, {"args": ["'x'"], "kwargs": {}}),
+                "calls": ({"args": ["'y'", "'_'"], "kwargs": {}}, {"args": ["'y'"], "kwargs": {}}),
                 "stderr": TB + "AssertionError: expected 'a' (str), got 'b' (str)",
             },
             "WrongLogic",
         ),
+        # raised inside the library's body: a contract violation; raised in the program: its logic
+        (
+            {"stderr": TB_LIB + "ValueError: operands could not be broadcast together with shapes (3,) (4,)"},
+            "WrongShapeDtype",
+        ),
+        (
+            {
+                "stderr": TB_LIB
+                + "numpy.exceptions.AxisError: axis 2 is out of bounds for array of dimension 1"
+            },
+            "WrongShapeDtype",
+        ),
         (
             {"stderr": TB + "ValueError: operands could not be broadcast together with shapes (3,) (4,)"},
-            "WrongShapeDtype",
+            "WrongLogic",
         ),
-        (
-            {"stderr": TB + "numpy.exceptions.AxisError: axis 2 is out of bounds for array of dimension 1"},
-            "WrongShapeDtype",
-        ),
-        ({"stderr": TB + "AssertionError: expected 1.0 (float), got 1 (int)"}, "WrongShapeDtype"),
-        ({"stderr": TB + "AssertionError: expected float: 1.0, got int: 1"}, "WrongShapeDtype"),
+        ({"stderr": TB + "AssertionError: expected 1.0 (float), got 1 (int)"}, "WrongLogic"),
         ({"stderr": TB + "AssertionError: expected 2 (int), got 1 (int)"}, "WrongLogic"),
+        # the right call with another argument value than the reference's
+        ({"calls": ({"args": ["'y'"], "kwargs": {"sep": "'-'", "max_len": "12"}},)}, "WrongParam"),
         ({"stderr": TB + "AttributeError: 'NoneType' object has no attribute 'lower'"}, "WrongLogic"),
         ({"status": "error", "stderr": ""}, "WrongLogic"),
     ],

@@ -60,7 +60,7 @@ def test_replay_gives_exact_metrics_and_classes(folder, tmp_path):
             "from novlib import slugify\ndef solve(arg0, arg1):\n    return slugify('Hello, World', arg0, 8)\n",  # OK
             "from novlib import slugify\ndef solve(arg0, arg1):\n    return list("
             + slug
-            + ")\n",  # WrongShapeDtype
+            + ")\n",  # WrongLogic: the right call, its result misused by the program around it
             "from novlib import slugify\ndef solve(arg0, arg1):\n    return slugify('Hello', sep=arg0)\n",  # WrongParam
         ],
     }
@@ -97,8 +97,8 @@ def test_replay_gives_exact_metrics_and_classes(folder, tmp_path):
         "WrongImport": 0,
         "WrongAPISelection": 0,
         "WrongParam": 1,
-        "WrongShapeDtype": 1,
-        "WrongLogic": 0,
+        "WrongShapeDtype": 0,
+        "WrongLogic": 1,
     }
     assert m["baseline"]["classes"] == {
         "OK": 0,
