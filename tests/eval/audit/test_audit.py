@@ -58,7 +58,7 @@ def test_each_check_fires_on_its_hand_made_problem(cases):
     assert t["kill_rate_outside"] < t["kill_rate_outside_covered"]
     report = render(audit, [])
     assert "counts as surviving" in report
-    assert "| distinct contexts | 6 / 7 | 103 / 105 | 86 / 108 |" in report
+    assert "| distinct contexts | 6 / 7 | 103 / 105 (cited; its pairs give 102) | 86 / 108 |" in report
     assert "- [ ] **Validated**" in report and "mutation testing" in report
 
 
@@ -87,7 +87,15 @@ def test_humanevalfix_every_language(sandbox, language):
         else:
             assert row["coverage_error"] == unavailable(language)
     if language == "python":
-        assert audit["totals"]["mutants_run"] > 0
+        t = audit["totals"]
+        assert t["mutants_run"] > 0
+        # the published audit's cut: diff-region coverage below 75 %, its figures under EDIT-Bench
+        diff = [r["diff_coverage"] for r in audit["problems"] if r.get("diff_coverage") is not None]
+        assert (t["below_75"], t["diff_coverage_measured"]) == (sum(c < 75 for c in diff), len(diff))
+        report = render(audit, [])
+        assert f"| suites below 75% diff-region coverage | {t['below_75']} of {len(diff)} (" in report
+        assert report.count("| — | 39 of 91 (42.9%) |") == 1 and "| — | 85.7% |" in report
+        assert "| diff-region coverage (mean) |" in report and "| — | 64.9% |" in report
 
 
 def test_unsolved_problems_and_recovered_references(tmp_path, sandbox):
