@@ -7,7 +7,10 @@ calls), `bundles.jsonl` (the S/E/M knowledge per API) and `discovery.json` (the 
 the library's new version). Each task becomes one `Problem` whose splits are the knowledge
 cells (`core/knowledge.py`): the instruction is the description plus that cell's knowledge
 text, from the task's own bundle (`retrieval=oracle`) or the bundle a retriever finds for the
-description (`bm25`, `dense`), optionally with the API's name stripped.
+description (`bm25`, `dense`). `bundle=stripped` is the paper's bundle-stripped evaluation
+(Appendix E.5): no bundle in the prompt at all, so only what a model's parameters absorbed can
+help; `bundle=masked`, a variant of ours, keeps the cell's knowledge with the API's names written
+`<API>`.
 
 Programs run as `novelapi_spy.py`'s source plus one call: the spy wraps every path of the API,
 the candidate and the tests run, and the calls are reported (`read_spy`).
@@ -29,14 +32,15 @@ from core.sandbox.reports import last_report
 SPY_SOURCE = (Path(__file__).resolve().parent / "novelapi_spy.py").read_text()
 TASK_FIELDS = ("id", "qualname", "library", "description", "context", "reference", "tests", "paths")
 RETRIEVALS = ("oracle", "bm25", "dense")
-BUNDLES = ("full", "stripped")
+BUNDLES = ("full", "stripped", "masked")
 
 
 @dataclass
 class NovelApiOptions(BenchmarkOptions):
     """Which knowledge cells (None: the study's grid), where the knowledge comes from (oracle: the
     task's own bundle; bm25 | dense: the retriever's top bundle for the description), full or
-    stripped (the API's names written <API>), the dense encoder, and a library filter."""
+    stripped (no bundle, the paper's E.5) or masked (the API's names written <API>), the dense
+    encoder, and a library filter."""
 
     name: str = "novelapi"
     cells: list[str] | None = None
@@ -94,11 +98,12 @@ def load_novelapi(
     path: str | None,
     cells: list[str] | None = None,
     retrieval: str = "oracle",
-    stripped: bool = False,
+    bundle_mode: str = "full",
     retriever_model: str | None = None,
     libraries: list[str] | None = None,
 ) -> list[Problem]:
-    """Problems of a built folder, one per task, a split per knowledge cell."""
+    """Problems of a built folder, one per task, a split per knowledge cell; ``bundle_mode`` one of
+    `BUNDLES` (stripped: no knowledge in any cell; masked: the API's names written <API>)."""
     if path is None:
         raise BenchmarkError(
             "benchmark=novelapi needs benchmark.path=<folder written by python -m data_pipeline.novel_api>"
@@ -132,7 +137,10 @@ def load_novelapi(
                 tests=task["tests"],
                 instructions={
                     cell: instruction(
-                        task, render_knowledge(bundle, CELL_PRESETS[cell], stripped) if bundle else ""
+                        task,
+                        render_knowledge(bundle, CELL_PRESETS[cell], bundle_mode == "masked")
+                        if bundle and bundle_mode != "stripped"
+                        else "",
                     )
                     for cell in chosen
                 },
@@ -187,7 +195,7 @@ def load(options: NovelApiOptions) -> list[Problem]:
         options.path,
         options.cells,
         options.retrieval,
-        options.bundle == "stripped",
+        options.bundle,
         options.retriever_model,
         options.libraries,
     )

@@ -13,6 +13,7 @@ from core.config import CONFIG_DIR, register_schema
 from core.entry import App
 from core.errors import ConfigError, UserError
 from core.hub import existing_path
+from core.knowledge import CELL_PRESETS
 from core.openai_client import EndpointConfig
 from core.problems import read_records
 
@@ -56,8 +57,10 @@ class ValidateConfig(EndpointConfig):
 @dataclass
 class CorpusConfig:
     kinds: list[str] = field(default_factory=lambda: ["sft", "raft"])
-    test_fraction: float = 0.3  # of the APIs (tasks are split by API)
+    split: str = "task"  # task (the paper's task-level split) | api (ours) | library (needs holdout)
+    test_fraction: float = 0.3  # of the tasks (split=task) or of the APIs (split=api)
     holdout: str | None = None  # a library: leave-one-library-out (its tasks are the test split)
+    sft_cell: str = "Full"  # the SFT examples' knowledge: Full (the paper's), a preset, or random
     include: list[str] = field(default_factory=list)  # other libraries' built folders, merged in
     seed: int = 0
     # RAFT (Zhang et al. 2024): the oracle among k distractors, present in a fraction P of the rows
@@ -183,7 +186,6 @@ def _sandbox(cfg: NovelAPIConfig, out: Path):
 
 
 def _tasks(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
-    from data_pipeline.novel_api.corpus import assign_splits
     from data_pipeline.novel_api.tasks import build_tasks, drafts, write_jsonl
 
     bundles = _read_jsonl(out / "bundles.jsonl")
@@ -195,10 +197,7 @@ def _tasks(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
     with _sandbox(cfg, out) as sandbox:
         tasks, manifest = build_tasks(bundles, sandbox, generate)
     python = json.loads((out / "discovery.json").read_text())["python"]["new"]
-    tasks = [
-        {**t, "python": python}
-        for t in assign_splits(tasks, cfg.corpus.test_fraction, cfg.corpus.seed, cfg.corpus.holdout)
-    ]
+    tasks = [{**t, "python": python} for t in _split(tasks, cfg)]
     write_jsonl(tasks, out / "tasks.jsonl")
     (out / "tasks.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
@@ -218,23 +217,35 @@ def _validate(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
 
 
 def _corpus(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
-    from data_pipeline.novel_api.corpus import assign_splits, build_corpora
+    from data_pipeline.novel_api.corpus import build_corpora
     from data_pipeline.novel_api.raft import RAFTConfig
     from data_pipeline.novel_api.tasks import write_jsonl
 
     c = cfg.corpus
+    if c.sft_cell != "random" and c.sft_cell not in CELL_PRESETS:
+        raise UserError(f"corpus.sft_cell={c.sft_cell!r}: choose random or one of {sorted(CELL_PRESETS)}")
     tasks, bundles = _merged(out, [Path(p) for p in c.include])
     if c.holdout is not None and c.holdout not in {t["library"] for t in tasks}:
         raise UserError(
             f"corpus.holdout={c.holdout!r} has no tasks here; libraries: {sorted({t['library'] for t in tasks})}"
         )
-    tasks = assign_splits(tasks, c.test_fraction, c.seed, c.holdout)
+    tasks = _split(tasks, cfg)
     write_jsonl(tasks, out / "tasks.jsonl")  # the split the corpus and the evaluation agree on
     write_jsonl(list(bundles.values()), out / "bundles.jsonl")
     raft = RAFTConfig(
         distractors=c.distractors, oracle_fraction=c.oracle_fraction, negatives=c.negatives, seed=c.seed
     )
-    return build_corpora(out, list(c.kinds), tasks, bundles, c.seed, raft)
+    return build_corpora(out, list(c.kinds), tasks, bundles, c.seed, raft, c.sft_cell)
+
+
+def _split(tasks: list[dict], cfg: NovelAPIConfig) -> list[dict]:
+    from data_pipeline.novel_api.corpus import assign_splits
+
+    c = cfg.corpus
+    try:
+        return assign_splits(tasks, c.test_fraction, c.seed, c.holdout, c.split)
+    except ValueError as err:
+        raise UserError(str(err)) from err
 
 
 def _merged(out: Path, include: list[Path]) -> tuple[list[dict], dict[str, dict]]:

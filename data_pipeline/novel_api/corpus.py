@@ -1,14 +1,16 @@
 """SFT and RAFT corpora from novel-API tasks, as edit examples `train/` reads.
 
-Tasks are split **by API** (every task of an API on one side, so training never sees an API
-it is evaluated on; seeded), or leave-one-library-out (`holdout=LIB`: that library's tasks
-are the test split). The test tasks are the evaluation's; train rows are decontaminated
+Tasks are split by **task** (the paper's single task-level split, seeded: an API's tasks may fall
+on both sides, so whether tuning internalises an API can be asked), by **API** (ours: every task
+of an API on one side, so training never sees an API it is evaluated on), or by **library**
+(leave-one-library-out, `holdout=LIB`: that library's tasks are the test split). The test tasks are the evaluation's; train rows are decontaminated
 against them with the pipeline's decontamination (`data_pipeline/decontam.py`, reading the
 benchmark through `core.benchmarks`, the loader evaluation uses).
 
 An edit example: before = the context with its `# TODO` line, instruction = the description
-plus knowledge, after = the reference. **SFT**: one knowledge cell per example, drawn from the
-study's grid without the empty baseline (tuning teaches a model to use supplied knowledge).
+plus knowledge, after = the reference. **SFT**: the full bundle per example, as the paper
+trains (`sft_cell="Full"`), or any one preset, or ``random`` (ours: a cell of the grid without the
+empty baseline, drawn per example).
 **RAFT**: the task's own bundle (the oracle) among k distractors, present in a fraction P of
 the examples (`raft.py`), rendered whole (every S/E/M part) and delimited.
 """
@@ -28,19 +30,26 @@ from core.schema import EDIT_COLUMNS, MANIFEST_FILE, PARQUET_FILE
 from data_pipeline.novel_api.raft import RAFTConfig, raft_examples
 
 SFT_CELLS = tuple(c for c in CELL_PRESETS if c != "baseline")
+SPLITS = ("task", "api", "library")
 
 
 def assign_splits(
-    tasks: list[dict], test_fraction: float, seed: int, holdout: str | None = None
+    tasks: list[dict], test_fraction: float, seed: int, holdout: str | None = None, by: str = "task"
 ) -> list[dict]:
-    """Every task with `split`: train or test, by API (or by library with `holdout`)."""
-    if holdout is not None:
+    """Every task with `split`: train or test; ``by`` task (the paper's), api, or library (the
+    test split is the ``holdout`` library's tasks; a holdout alone means by library)."""
+    if holdout is not None or by == "library":
+        if holdout is None:
+            raise ValueError("a split by library needs the held-out library (corpus.holdout=LIB)")
         return [{**t, "split": "test" if t["library"] == holdout else "train"} for t in tasks]
-    apis = sorted({t["qualname"] for t in tasks})
-    random.Random(seed).shuffle(apis)
-    n_test = min(len(apis), max(1, math.ceil(test_fraction * len(apis)))) if apis else 0
-    test = set(apis[:n_test])
-    return [{**t, "split": "test" if t["qualname"] in test else "train"} for t in tasks]
+    if by not in SPLITS:
+        raise ValueError(f"corpus.split={by!r}: choose one of {SPLITS}")
+    units = sorted({str(t["id"] if by == "task" else t["qualname"]) for t in tasks})
+    random.Random(seed).shuffle(units)
+    n_test = min(len(units), max(1, math.ceil(test_fraction * len(units)))) if units else 0
+    test = set(units[:n_test])
+    unit = (lambda t: str(t["id"])) if by == "task" else (lambda t: str(t["qualname"]))
+    return [{**t, "split": "test" if unit(t) in test else "train"} for t in tasks]
 
 
 def _row(task: dict, text: str, source: str, meta: dict[str, Any]) -> dict[str, str]:
@@ -55,12 +64,17 @@ def _row(task: dict, text: str, source: str, meta: dict[str, Any]) -> dict[str, 
     }
 
 
-def sft_rows(tasks: list[dict], bundles: dict[str, dict], seed: int) -> list[dict[str, str]]:
+def sft_rows(
+    tasks: list[dict], bundles: dict[str, dict], seed: int, cell: str = "Full"
+) -> list[dict[str, str]]:
+    """One example per task with the knowledge of ``cell`` (a preset, or ``random``: one per task)."""
+    if cell != "random" and cell not in CELL_PRESETS:
+        raise ValueError(f"corpus.sft_cell={cell!r}: choose random or one of {sorted(CELL_PRESETS)}")
     rows = []
     for task in tasks:
-        cell = random.Random(f"{seed}:{task['id']}").choice(SFT_CELLS)
-        knowledge = render_knowledge(bundles[task["qualname"]], CELL_PRESETS[cell])
-        rows.append(_row(task, instruction(task, knowledge), "novelapi-sft", {"cell": cell}))
+        chosen = random.Random(f"{seed}:{task['id']}").choice(SFT_CELLS) if cell == "random" else cell
+        knowledge = render_knowledge(bundles[task["qualname"]], CELL_PRESETS[chosen])
+        rows.append(_row(task, instruction(task, knowledge), "novelapi-sft", {"cell": chosen}))
     return rows
 
 
@@ -115,12 +129,13 @@ def build_corpora(
     bundles: dict[str, dict],
     seed: int,
     raft: RAFTConfig,
+    sft_cell: str = "Full",
 ) -> dict[str, Any]:
     """Write folder/corpus/<kind>/ for each kind; `tasks` carry their split already."""
     train = [t for t in tasks if t.get("split") == "train"]
     summary: dict[str, Any] = {"train_tasks": len(train), "test_tasks": len(tasks) - len(train)}
     for kind in kinds:
-        rows = sft_rows(train, bundles, seed) if kind == "sft" else raft_rows(train, bundles, raft)
+        rows = sft_rows(train, bundles, seed, sft_cell) if kind == "sft" else raft_rows(train, bundles, raft)
         kept, decontam = decontaminate_rows(rows, folder)
         manifest = {
             "input": len(rows),

@@ -121,8 +121,13 @@ def test_cells_retrieval_and_stripped_bundles(folder):
     assert "slugify" not in slug.instructions["baseline"]
     assert "slugify(text, sep='-', max_len=None)" in slug.instructions["S"]
     assert "Examples" in slug.instructions["E"] and "Signature" not in slug.instructions["E"]
-    stripped = load_benchmark("novelapi", str(folder), cells=["Full"], bundle="stripped")
-    assert all("slugify" not in p.instructions["Full"] for p in stripped.problems)
+    stripped = load_benchmark("novelapi", str(folder), cells=["Full"], bundle="stripped")  # the paper's E.5
+    baseline = {p.id: p.instructions["baseline"] for p in full}
+    assert all(p.instructions["Full"] == baseline[p.id] for p in stripped.problems)  # no bundle at all
+    masked = load_benchmark("novelapi", str(folder), cells=["Full"], bundle="masked")
+    assert all(
+        "slugify" not in p.instructions["Full"] and "<API>" in p.instructions["Full"] for p in masked.problems
+    )
     bm25 = load_benchmark("novelapi", str(folder), cells=["S"], retrieval="bm25").problems
     assert {p.payload.retrieved for p in bm25} <= {"novlib.text.slugify", "novlib.text.title_slug"}
 

@@ -7,12 +7,13 @@ import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from test_novel_tasks import BUNDLE, python, sandbox  # noqa: F401  (fixtures)
 from test_novelapi_eval import SECOND
 
 from core.entry import validate_overrides
 from data_pipeline.novel_api.app import APP, _corpus
-from data_pipeline.novel_api.corpus import SFT_CELLS, assign_splits
+from data_pipeline.novel_api.corpus import SFT_CELLS, assign_splits, sft_rows
 from data_pipeline.novel_api.tasks import build_tasks, write_jsonl
 
 
@@ -46,7 +47,7 @@ def test_leave_one_library_out(tmp_path, sandbox, python):  # noqa: F811
     assert {t["library"] for t in tasks if t["split"] == "train"} == {"novlib"}
     assert summary["train_tasks"] == 3 and summary["test_tasks"] == 3
     sft = pq.read_table(first / "corpus" / "sft" / "data.parquet").to_pylist()
-    assert len(sft) == 3 and all(json.loads(r["meta"])["cell"] in SFT_CELLS for r in sft)
+    assert len(sft) == 3 and all(json.loads(r["meta"])["cell"] == "Full" for r in sft)  # the paper's
     assert all("title_slug" not in r["after"] for r in sft)
     raft = pq.read_table(first / "corpus" / "raft" / "data.parquet").to_pylist()
     assert all("<doc id=1>" in r["instruction"] for r in raft)
@@ -54,7 +55,32 @@ def test_leave_one_library_out(tmp_path, sandbox, python):  # noqa: F811
 
 def test_split_by_api_is_seeded():
     tasks = [{"id": f"{a}/{lvl}", "qualname": a, "library": "x"} for a in "abcdefghij" for lvl in (1, 2)]
-    one, again = assign_splits(tasks, 0.3, seed=1), assign_splits(tasks, 0.3, seed=1)
-    assert one == again and assign_splits(tasks, 0.3, seed=2) != one
+    one, again = assign_splits(tasks, 0.3, seed=1, by="api"), assign_splits(tasks, 0.3, seed=1, by="api")
+    assert one == again and assign_splits(tasks, 0.3, seed=2, by="api") != one
     test_apis = {t["qualname"] for t in one if t["split"] == "test"}
     assert len(test_apis) == 3 and all(t["split"] == "test" for t in one if t["qualname"] in test_apis)
+
+
+def test_the_papers_task_level_split_is_the_default():
+    """A single task-level split: an API's tasks may sit on both sides (the internalisation question)."""
+    tasks = [{"id": f"{a}/{lvl}", "qualname": a, "library": "x"} for a in "abcdefghij" for lvl in (1, 2, 3)]
+    one = assign_splits(tasks, 0.3, seed=1)
+    assert one == assign_splits(tasks, 0.3, seed=1, by="task") != assign_splits(tasks, 0.3, seed=2)
+    assert sum(t["split"] == "test" for t in one) == 9  # 30 % of the 30 tasks
+    sides = {a: {t["split"] for t in one if t["qualname"] == a} for a in "abcdefghij"}
+    assert any(len(s) == 2 for s in sides.values())  # some API trained on and evaluated
+    with pytest.raises(ValueError, match="held-out library"):
+        assign_splits(tasks, 0.3, seed=1, by="library")
+    with pytest.raises(ValueError, match="corpus.split"):
+        assign_splits(tasks, 0.3, seed=1, by="repo")
+
+
+def test_sft_knowledge_is_the_full_bundle_unless_asked():
+    tasks = [{"id": f"t{i}", "qualname": "novlib.text.slugify", "library": "novlib", "context": "c",
+              "reference": "r", "description": "d"} for i in range(6)]  # fmt: skip
+    bundles = {"novlib.text.slugify": {"qualname": "novlib.text.slugify", "S": {"signature": "(text)"}}}
+    full = [json.loads(r["meta"])["cell"] for r in sft_rows(tasks, bundles, seed=0)]
+    drawn = [json.loads(r["meta"])["cell"] for r in sft_rows(tasks, bundles, seed=0, cell="random")]
+    assert full == ["Full"] * 6 and set(drawn) <= set(SFT_CELLS) and len(set(drawn)) > 1
+    with pytest.raises(ValueError, match="sft_cell"):
+        sft_rows(tasks, bundles, seed=0, cell="everything")
