@@ -103,14 +103,13 @@ def test_every_stage_writes_its_output(built):
     assert tasks and all(t["c1"] for t in tasks) and {t["split"] for t in tasks} == {"train", "test"}
     for t in tasks:
         assert t["qualname"].rsplit(".", 1)[-1] not in t["description"]
-    test_apis = {t["qualname"] for t in tasks if t["split"] == "test"}
-    assert not test_apis & {t["qualname"] for t in tasks if t["split"] == "train"}  # split by API
+    test_ids = {t["id"] for t in tasks if t["split"] == "test"}  # the paper's task-level split
     for kind in ("sft", "raft"):
         table = pq.read_table(built / "corpus" / kind / "data.parquet").to_pylist()
         manifest = json.loads((built / "corpus" / kind / "manifest.json").read_text())
         assert table and manifest["input"] == manifest["kept"] + sum(manifest["dropped"].values())
         metas = [json.loads(r["meta"]) for r in table]
-        assert not {m["qualname"] for m in metas} & test_apis  # no evaluation task leaks into a corpus
+        assert not {m["task"] for m in metas} & test_ids  # no evaluation task leaks into a corpus
     raft_rows = pq.read_table(built / "corpus" / "raft" / "data.parquet").to_pylist()
     assert all(r["instruction"].count("<doc id=") == 2 for r in raft_rows)
 
