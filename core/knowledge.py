@@ -28,6 +28,20 @@ CELL_PRESETS: dict[str, frozenset[str]] = {
 }
 
 
+def cell_parts(cell: str) -> frozenset[str]:
+    """The parts of a cell: a preset's name (`CELL_PRESETS`), or parts joined by "+"
+    (``S_name+S_sig+M_prose``, ``E+M_code``); ValueError naming the choices otherwise."""
+    if cell in CELL_PRESETS:
+        return CELL_PRESETS[cell]
+    parts = frozenset(p.strip() for p in cell.split("+"))
+    if not parts or not parts <= PARTS:
+        raise ValueError(
+            f"knowledge cell {cell!r}: a preset ({', '.join(CELL_PRESETS)}) or parts joined by '+' "
+            f"({', '.join(sorted(PARTS))})"
+        )
+    return parts
+
+
 def render_knowledge(bundle: dict[str, Any], cell: Iterable[str], stripped: bool = False) -> str:
     """The text of `cell`'s parts of `bundle`, in a fixed order, one headed section each; "" for an
     empty cell. `stripped` writes every name of the API (paths, qualname, bare name) as `<API>`, so

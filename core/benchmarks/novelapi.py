@@ -25,7 +25,7 @@ from typing import Any
 
 from core.benchmarks.options import BenchmarkOptions
 from core.errors import ConfigError
-from core.knowledge import CELL_PRESETS, render_knowledge
+from core.knowledge import CELL_PRESETS, cell_parts, render_knowledge
 from core.problems import BenchmarkError, Problem, check_unique, read_records
 from core.sandbox.reports import last_report
 
@@ -115,9 +115,10 @@ def load_novelapi(
         json.loads((folder / "discovery.json").read_text()) if (folder / "discovery.json").is_file() else {}
     )
     chosen = cells or list(CELL_PRESETS)
-    unknown = sorted(set(chosen) - set(CELL_PRESETS))
-    if unknown:
-        raise BenchmarkError(f"benchmark.cells {unknown}: choose from {sorted(CELL_PRESETS)}")
+    try:
+        parts = {cell: cell_parts(cell) for cell in chosen}
+    except ValueError as err:
+        raise BenchmarkError(f"benchmark.cells: {err}") from err
     if retrieval not in RETRIEVALS:
         raise BenchmarkError(f"benchmark.retrieval={retrieval!r}: choose one of {RETRIEVALS}")
     if libraries:
@@ -138,7 +139,7 @@ def load_novelapi(
                 instructions={
                     cell: instruction(
                         task,
-                        render_knowledge(bundle, CELL_PRESETS[cell], bundle_mode == "masked")
+                        render_knowledge(bundle, parts[cell], bundle_mode == "masked")
                         if bundle and bundle_mode != "stripped"
                         else "",
                     )

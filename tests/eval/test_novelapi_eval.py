@@ -12,6 +12,7 @@ from test_eval_run import run_eval
 from test_novel_tasks import BUNDLE, python, sandbox  # noqa: F401  (fixtures)
 
 from core.benchmarks import load_benchmark
+from core.problems import BenchmarkError
 from data_pipeline.novel_api.tasks import build_tasks, write_jsonl
 
 SECOND = {
@@ -124,6 +125,13 @@ def test_cells_retrieval_and_stripped_bundles(folder):
     stripped = load_benchmark("novelapi", str(folder), cells=["Full"], bundle="stripped")  # the paper's E.5
     baseline = {p.id: p.instructions["baseline"] for p in full}
     assert all(p.instructions["Full"] == baseline[p.id] for p in stripped.problems)  # no bundle at all
+    joined = load_benchmark("novelapi", str(folder), cells=["S_name+S_sig+M_prose", "E+M_code"]).problems
+    one = next(p for p in joined if p.payload.qualname.endswith("slugify"))
+    named = one.instructions["S_name+S_sig+M_prose"]
+    assert "Signature" in named and "Examples" not in named
+    assert "Examples" in one.instructions["E+M_code"] and "Signature" not in one.instructions["E+M_code"]
+    with pytest.raises(BenchmarkError, match="joined by"):
+        load_benchmark("novelapi", str(folder), cells=["S+Q"])
     masked = load_benchmark("novelapi", str(folder), cells=["Full"], bundle="masked")
     assert all(
         "slugify" not in p.instructions["Full"] and "<API>" in p.instructions["Full"] for p in masked.problems
