@@ -99,9 +99,9 @@ class GRACEEditor:
     entry (or reuses/expands its own update's nearest one, or splits radii with another
     update's), then the values in play are trained on the targets, nothing else.
 
-    Defaults are EasyEdit's GRACE settings for 7B Llama models (hparams/GRACE/llama-7b.yaml:
-    layer 27's mlp.down_proj, eps 1.0, euclidean distance, Adam lr 1.0; n_iter 100 as its
-    llama-7B.yaml).
+    Defaults are the API-update study's (App. D: an adapter at layer 27, key radius 1, value
+    vectors optimised for 30 iterations at learning rate 1), on EasyEdit's GRACE for 7B Llama
+    models (hparams/GRACE/llama-7b.yaml: mlp.down_proj, euclidean distance, Adam; its n_iter is 100).
     """
 
     name = "grace"
@@ -113,7 +113,7 @@ class GRACEEditor:
         layer: int = 27,
         module: str = "mlp.down_proj",
         epsilon: float = 1.0,
-        n_iter: int = 100,
+        n_iter: int = 30,
         lr: float = 1.0,
     ) -> None:
         self.model = model
