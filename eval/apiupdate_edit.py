@@ -158,7 +158,7 @@ def run(cfg: EditRunConfig, resolved: dict[str, Any]) -> None:
             result = study.run()
         finally:
             study.close()
-    result.update(model=cfg.model.name, editor=cfg.editor.name, regime=cfg.regime, config=resolved)
+    result.update(model=cfg.model.label(), editor=cfg.editor.name, regime=cfg.regime, config=resolved)
     (out / "results.json").write_text(json.dumps(result, indent=2))
     report = render_study_report([result], result["shapley_k"])
     (out / "report.md").write_text(report)

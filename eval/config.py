@@ -28,11 +28,23 @@ BACKENDS = ("hf", "vllm", "openai")
 class EvalModelConfig(ModelConfig):
     """`path` (hf, vllm) or `name` (openai); the oracles (reference, identity) need neither."""
 
-    name: str = "model"  # label in reports; the served model's name for backend=openai
+    name: str = (
+        "model"  # label in reports (default: from `path`, see label()); backend=openai: the served model
+    )
     kind: str = "model"  # model | reference | identity (oracles) | replay (path: scripted jsonl)
     # editcoder | starcoder | octocoder | chat; None: the format the model was trained in
     prompt_format: str | None = None
     dtype: str = "auto"
+
+    def label(self) -> str:
+        """The name reports and tables use: `name` when set, else the model path's last part (its
+        parent's too for a `checkpoint-N` folder), so two models are never both "model"."""
+        if self.name != "model" or not self.path:
+            return self.name
+        parts = [p for p in str(self.path).rstrip("/").replace("\\", "/").split("/") if p]
+        if len(parts) >= 2 and parts[-1].startswith(("checkpoint-", "step-", "global_step")):
+            return f"{parts[-2]}/{parts[-1]}"
+        return parts[-1] if parts else self.name
 
 
 @dataclass

@@ -141,26 +141,26 @@ class EvalRun:
             excess_code=cfg.score.excess_code,
         )
         scored = self.kind.score(ctx)
-        report = self.kind.report(cfg.model.name, scored, ctx)
+        report = self.kind.report(cfg.model.label(), scored, ctx)
         results = {
             "metrics": scored["metrics"],
             "config": self.resolved,
             "benchmark": self.kind.name,
-            "model": cfg.model.name,
+            "model": cfg.model.label(),
         }
         (self.out / "results.json").write_text(json.dumps(results, indent=2))
         (self.out / "per_problem.json").write_text(json.dumps(scored["per_problem"], indent=2))
         (self.out / "report.md").write_text(report)
         if cfg.wandb.enabled:
             self._log_wandb(results)
-        return {**results, "summary": self.kind.summary(cfg.model.name, scored, report)}
+        return {**results, "summary": self.kind.summary(cfg.model.label(), scored, report)}
 
     def _log_wandb(self, results: dict[str, Any]) -> None:
         import wandb
 
         run = wandb.init(
             project=self.cfg.wandb.project,
-            name=f"{self.kind.name}-{self.cfg.model.name}",
+            name=f"{self.kind.name}-{self.cfg.model.label()}",
             config=self.resolved,
             dir=str(self.out),
             tags=list(self.cfg.wandb.tags),
