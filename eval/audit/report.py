@@ -151,20 +151,31 @@ def _desiderata(audit: dict[str, Any]) -> list[str]:
     ]
 
 
-def _histogram(path: Path, series: dict[str, list[float]], xlabel: str, mark: float | None = None) -> str:
-    """A histogram of percentages (0-100), one series per label; returns the file written."""
+def _histogram(
+    path: Path,
+    series: dict[str, list[float]],
+    xlabel: str,
+    title: str,
+    mark: tuple[float, str] | None = None,
+) -> str:
+    """A histogram of percentages (0-100), one series per label (with its n), 5-point bins whose
+    edges include the threshold, so a value exactly at it sits right of the line, as the cut
+    (below it) counts it; returns the file written."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.hist(list(series.values()), bins=10, range=(0, 100), label=list(series))
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    edges = [5 * i for i in range(21)]
+    ax.hist(list(series.values()), bins=edges, label=[f"{k} (n={len(v)})" for k, v in series.items()])
     if mark is not None:
-        ax.axvline(mark, color="grey", linestyle="--")
+        ax.axvline(mark[0], color="grey", linestyle="--", label=mark[1])
+    ax.set_xlim(0, 100)
+    ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("problems")
-    ax.legend()
+    ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -174,13 +185,16 @@ def _histogram(path: Path, series: dict[str, list[float]], xlabel: str, mark: fl
 def plot(audit: dict[str, Any], out: Path) -> list[str]:
     """Coverage histograms and per-problem mutation kill rates; returns the files written."""
     rows = audit["problems"]
+    name = audit.get("benchmark", "benchmark")
     written = []
     whole = [r["coverage"] for r in rows if r.get("coverage") is not None]
     diff = [r["diff_coverage"] for r in rows if r.get("diff_coverage") is not None]
     if whole:
         series = {"whole file": whole, "diff region": diff}
+        cut = (75, "75% cut on diff-region coverage (the published audit's)")
+        title = f"{name}: coverage of the reference by its tests ({len(rows)} problems)"
         written.append(
-            _histogram(out / "coverage.png", series, "statement coverage of the reference (%)", 75)
+            _histogram(out / "coverage.png", series, "statement coverage of the reference (%)", title, cut)
         )
     mutated = [r["mutation"] for r in rows if "mutation" in r and "outside" in r["mutation"]]
     if mutated:
@@ -190,5 +204,6 @@ def plot(audit: dict[str, Any], out: Path) -> list[str]:
             ]
             for region in ("outside", "inside")
         }
-        written.append(_histogram(out / "mutation.png", series, "mutants killed by the tests (%)"))
+        title = f"{name}: mutants killed per problem ({len(mutated)} problems)"
+        written.append(_histogram(out / "mutation.png", series, "mutants killed by the tests (%)", title))
     return written

@@ -197,9 +197,12 @@ def render_novelapi_report(model: str, scored: dict, ks: Sequence[int], plot: Pa
     ]
     for cell, m in metrics.items():
         lines.append(f"| {cell} | " + " | ".join(str(m["classes"][c]) for c in CLASSES) + " |")
-    if plot is not None and metrics:
-        plot_classes(metrics, plot)
+    failing = sum(m["classes"][c] for m in metrics.values() for c in CLASSES if c != "OK")
+    if plot is not None and failing:
+        plot_classes(metrics, plot, model)
         lines += ["", f"![failure classes per cell]({plot.name})"]
+    elif metrics:
+        lines += ["", "No sample failed: there is no failure class to plot."]
     lines += [
         "",
         "API_acc: samples that called the API; Param_corr: samples that called it with a reference call's "
@@ -208,8 +211,8 @@ def render_novelapi_report(model: str, scored: dict, ks: Sequence[int], plot: Pa
     return "\n".join(lines) + "\n"
 
 
-def plot_classes(metrics: dict[str, dict[str, Any]], path: Path) -> None:
-    """A stacked bar per cell: its failing samples by class."""
+def plot_classes(metrics: dict[str, dict[str, Any]], path: Path, model: str = "") -> None:
+    """A stacked bar per cell: its failing samples by class (the share of the cell's n)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -224,7 +227,9 @@ def plot_classes(metrics: dict[str, dict[str, Any]], path: Path) -> None:
         ax.bar(cells, values, bottom=bottom, label=klass)
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     ax.set_ylabel("failing samples")
-    ax.set_title("Failure classes per knowledge cell")
+    ax.set_ylim(0, max(1, max(bottom)) * 1.15)
+    ax.set_xticks(range(len(cells)), [f"{c}\n(n={metrics[c]['samples']})" for c in cells])
+    ax.set_title(f"Failure classes per knowledge cell{f' — {model}' if model else ''}")
     ax.legend(fontsize=7, ncol=2)
     ax.tick_params(axis="x", rotation=30)
     fig.tight_layout()

@@ -206,3 +206,18 @@ def test_forged_spy_records_give_no_pass_and_no_call(folder, tmp_path):
     for i, name in enumerate(FORGERIES, 1):
         assert not runs[i]["passed"], (name, runs[i])
         assert runs[i]["calls"] == [], (name, runs[i]["calls"])
+
+
+def test_the_report_plots_failures_only_when_there_are_some(tmp_path):
+    from eval.benchmarks.novelapi import CLASSES, render_novelapi_report
+
+    def metrics(failing: int) -> dict:
+        classes = dict.fromkeys(CLASSES, 0) | {"OK": 4 - failing, "WrongImport": failing}
+        return {"Full": {"problems": 2, "samples": 4, "pass@1": 1 - failing / 4, "api_acc": 1.0,
+                         "param_corr": 1.0, "classes": classes}}  # fmt: skip
+
+    plot = tmp_path / "failure_classes.png"
+    clean = render_novelapi_report("m", {"metrics": metrics(0)}, [1], plot)
+    assert "No sample failed" in clean and not plot.exists()
+    failed = render_novelapi_report("m", {"metrics": metrics(2)}, [1], plot)
+    assert "![failure classes per cell](failure_classes.png)" in failed and plot.stat().st_size > 1000
