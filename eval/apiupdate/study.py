@@ -28,6 +28,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tqdm.auto import tqdm
+
 from core.editing import APIUpdate, EditExample, Editor
 from core.formats import PromptFormat
 from core.problems import Problem
@@ -144,9 +146,11 @@ class EditStudy:
 
     def run(self) -> dict[str, Any]:
         before = self.pre_edit()
+        edits = tqdm(total=len(self.order), desc=f"editing ({self.options.regime})", unit="edit")
         if self.options.regime == "single":
             records: list[dict] = []
             for step, mod_id in enumerate(self.order, 1):
+                edits.update()
                 self.editor.reset()
                 figures = self.editor.edit(self._update(mod_id))
                 records += self._evaluate(f"single@{mod_id}", [mod_id])
@@ -155,6 +159,7 @@ class EditStudy:
         else:
             after = {}
             for step, mod_id in enumerate(self.order, 1):
+                edits.update()
                 figures = self.editor.edit(self._update(mod_id))
                 log.info("successive %d/%d %s: %s", step, len(self.order), mod_id, _fmt(figures))
                 last = step == len(self.order)
@@ -162,6 +167,7 @@ class EditStudy:
                     metrics = self._metrics(self._evaluate(f"successive@{step}", self.order[:step]))
                     self.trajectory.append({"edits": step, "metrics": metrics})
                     after = metrics
+        edits.close()
         k = max(k for k in self.options.ks if k <= self.options.n)
         shapley = {
             split: shapley_rows(before[split], after[split], k)

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tqdm.auto import tqdm
+
 from core.problems import Problem
 from core.sandbox import SandboxLimits
 from eval.audit import density as density_mod
@@ -72,7 +74,7 @@ def run_audit(
     if options.mutation:
 
         def mutate() -> None:
-            for p in problems:
+            for p in tqdm(problems, desc="audit: mutation", unit="problem"):
                 if p.language == "python" and checks[p.id]["pass_after"]:
                     mutations[p.id] = mutation.run_mutants(
                         p, sandbox, cap=options.mutants_per_region, seed=options.seed,

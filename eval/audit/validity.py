@@ -13,6 +13,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from tqdm.auto import tqdm
+
 from core.problems import Problem
 from core.sandbox import SandboxLimits
 from eval.execute import run_programs
@@ -24,19 +26,22 @@ def check_validity(
     """Per problem id: pass_after, fail_before, flaky, and the statuses of every run."""
     runs: dict[str, dict[str, list]] = {p.id: {"after": [], "before": []} for p in problems}
     first = [(p, side) for p in problems for side in ("after", "before")]
-    _run(first, sandbox, limits, runs)
-    again = [
-        (p, side)
-        for _ in range(repeats - 1)
-        for p in problems
-        for side in ("after", "before")
-        if not (side == "before" and runs[p.id]["before"][0].status == "timeout")
-    ]
-    _run(again, sandbox, limits, runs)
+    with tqdm(total=len(first) * max(1, repeats), desc="audit: validity", unit="run") as bar:
+        _run(first, sandbox, limits, runs, bar)
+        again = [
+            (p, side)
+            for _ in range(repeats - 1)
+            for p in problems
+            for side in ("after", "before")
+            if not (side == "before" and runs[p.id]["before"][0].status == "timeout")
+        ]
+        bar.total = len(first) + len(again)  # a code before the edit that timed out is not run again
+        bar.refresh()
+        _run(again, sandbox, limits, runs, bar)
     return {p.id: _verdict(runs[p.id]) for p in problems}
 
 
-def _run(jobs: list[tuple[Problem, str]], sandbox, limits: SandboxLimits, runs: dict) -> None:
+def _run(jobs: list[tuple[Problem, str]], sandbox, limits: SandboxLimits, runs: dict, bar) -> None:
     programs = [(p, p.program(getattr(p, side))) for p, side in jobs]
     for start in range(0, len(programs), 64):
         chunk = programs[start : start + 64]
@@ -44,6 +49,7 @@ def _run(jobs: list[tuple[Problem, str]], sandbox, limits: SandboxLimits, runs: 
             jobs[start : start + 64], run_programs(sandbox, chunk, limits), strict=True
         ):
             runs[problem.id][side].append(result)
+        bar.update(len(chunk))
 
 
 def _verdict(runs: dict[str, list]) -> dict[str, Any]:
