@@ -63,7 +63,7 @@ class EditRunConfig:
     seed: int = 0  # the successive order
     ks: list[int] = field(default_factory=lambda: [1, 3, 5])
     per_model_filter: bool = True  # keep the tasks the unedited model solves (the study's protocol)
-    max_apis: int | None = None  # the first N modified APIs (quick runs)
+    max_apis: int | None = None  # the first N modified APIs, every modification of each (quick runs)
     gen: StudyGenConfig = field(default_factory=StudyGenConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     out: str = "runs/apiupdate"

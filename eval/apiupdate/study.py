@@ -54,7 +54,7 @@ class StudyOptions:
     every: int = 0  # successive: evaluate after every `every` edits (0: only after the last)
     seed: int = 0
     per_model_filter: bool = True
-    max_apis: int | None = None  # the first N modified APIs (after the seeded order)
+    max_apis: int | None = None  # the first N modified APIs, every type of each (after the seeded order)
 
 
 class EditStudy:
@@ -82,7 +82,10 @@ class EditStudy:
         order = sorted(m for m in self.by_mod if self.by_mod[m]["reliability"])
         if options.regime == "successive":
             random.Random(options.seed).shuffle(order)
-        self.order = order[: options.max_apis] if options.max_apis else order
+        if options.max_apis:  # the first N APIs (every modification of each), not N (API, type) pairs
+            kept = set(list(dict.fromkeys(m.rsplit("/", 1)[0] for m in order))[: options.max_apis])
+            order = [m for m in order if m.rsplit("/", 1)[0] in kept]
+        self.order = order
         self.kept: set[str] = set(self.rows)
         self.trajectory: list[dict[str, Any]] = []
 

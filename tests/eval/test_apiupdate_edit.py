@@ -149,3 +149,9 @@ def test_another_editor_into_the_same_out_is_refused(bench, tiny_model, tmp_path
     _study(bench, tiny_model, tmp_path / "same", "editor=prompt", "regime=single")
     with pytest.raises(UserError, match="editor"):
         _study(bench, tiny_model, tmp_path / "same", "editor=ft-l", "regime=single", "editor.options.layer=1")
+
+
+def test_max_apis_counts_apis_not_modifications(bench, tiny_model, tmp_path):
+    """One API (builtins.abs) with two modifications: max_apis=1 keeps both."""
+    result = _study(bench, tiny_model, tmp_path / "one", "editor=prompt", "regime=single", "max_apis=1")
+    assert sorted(result["edits"]) == ["builtins.abs/R1", "builtins.abs/S4"]
