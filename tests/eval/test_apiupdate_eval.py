@@ -299,7 +299,8 @@ def test_the_study_report_means_per_model_values(tmp_path):
     from eval.apiupdate_report import main
 
     def result(model, c1, p1):
-        after = {"generalization": {"compiles@5": c1, "pass@5": p1, "adoption@5": p1, "workaround@5": 0.0}}
+        rates = {"compiles@5": c1, "pass@5": p1, "adoption@5": p1, "workaround@5": 0.0}
+        after = {"generalization": rates, "generalization_canonical": rates}
         before = {"generalization": {"compiles@5": 1.0, "pass@5": 1.0}}
         shapley = {
             "generalization": dict(
@@ -338,6 +339,10 @@ def test_the_study_report_means_per_model_values(tmp_path):
         "| mean | ft-l | successive | generalization | 1.000 | 1.000 | 0.380 | 0.130 | -0.870 | -0.581 | -0.289 | 60.9 |"
         in report
     )
+    assert (
+        "| a | ft-l | successive | generalization_canonical | NA | NA | 76.0 | 26.0 | 26.0 | 0.0 |" in report
+    )
+    assert "canonically filtered set, Table 5" in report
     assert main([str(tmp_path / "missing")]) == 2
 
 
