@@ -64,6 +64,8 @@ class EditRunConfig:
     ks: list[int] = field(default_factory=lambda: [1, 3, 5])
     per_model_filter: bool = True  # keep the tasks the unedited model solves (the study's protocol)
     max_apis: int | None = None  # the first N modified APIs, every modification of each (quick runs)
+    # successive: edit budgets to evaluate at, stopping at the largest (App. D: [30, 90, 270])
+    budgets: list[int] = field(default_factory=list)
     gen: StudyGenConfig = field(default_factory=StudyGenConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     out: str = "runs/apiupdate"
@@ -71,6 +73,8 @@ class EditRunConfig:
     def validate(self) -> None:
         if self.regime not in REGIMES:
             raise ConfigError(f"regime={self.regime!r}: choose one of {REGIMES}")
+        if self.budgets and (self.regime != "successive" or min(self.budgets) < 1):
+            raise ConfigError(f"budgets={list(self.budgets)}: positive edit counts, for regime=successive")
         if self.model.kind != "model":
             raise ConfigError(
                 f"model.kind={self.model.kind!r}: the study edits real weights (model.kind=model)"
@@ -121,6 +125,7 @@ def run(cfg: EditRunConfig, resolved: dict[str, Any]) -> None:
         seed=cfg.seed,
         per_model_filter=cfg.per_model_filter,
         max_apis=cfg.max_apis,
+        budgets=tuple(cfg.budgets),
     )
     sampling = SamplingConfig(
         cfg.gen.temperature, cfg.gen.top_p, cfg.gen.max_new_tokens, fmt.stop, cfg.gen.seed
@@ -144,7 +149,14 @@ def run(cfg: EditRunConfig, resolved: dict[str, Any]) -> None:
                 "benchmark": cfg.benchmark.path,
                 "model": [cfg.model.path, cfg.model.prompt_format, cfg.model.dtype],
                 "editor": [cfg.editor.target, dict(cfg.editor.options)],
-                "study": [cfg.regime, cfg.every, cfg.seed, cfg.per_model_filter, cfg.max_apis],
+                "study": [
+                    cfg.regime,
+                    cfg.every,
+                    cfg.seed,
+                    cfg.per_model_filter,
+                    cfg.max_apis,
+                    list(cfg.budgets),
+                ],
                 "sampling": [
                     cfg.gen.temperature,
                     cfg.gen.top_p,

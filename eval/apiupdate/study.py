@@ -55,6 +55,9 @@ class StudyOptions:
     seed: int = 0
     per_model_filter: bool = True
     max_apis: int | None = None  # the first N modified APIs, every type of each (after the seeded order)
+    # successive: edit budgets (App. D evaluates GRACE after 30, 90 and 270 edits): evaluate at each,
+    # and stop at the largest
+    budgets: tuple[int, ...] = ()
 
 
 class EditStudy:
@@ -85,6 +88,8 @@ class EditStudy:
         if options.max_apis:  # the first N APIs (every modification of each), not N (API, type) pairs
             kept = set(list(dict.fromkeys(m.rsplit("/", 1)[0] for m in order))[: options.max_apis])
             order = [m for m in order if m.rsplit("/", 1)[0] in kept]
+        if options.regime == "successive" and options.budgets:
+            order = order[: max(options.budgets)]
         self.order = order
         self.kept: set[str] = set(self.rows)
         self.trajectory: list[dict[str, Any]] = []
@@ -166,7 +171,8 @@ class EditStudy:
                 figures = self.editor.edit(self._update(mod_id))
                 log.info("successive %d/%d %s: %s", step, len(self.order), mod_id, _fmt(figures))
                 last = step == len(self.order)
-                if last or (self.options.every and step % self.options.every == 0):
+                every = self.options.every and step % self.options.every == 0
+                if last or every or step in self.options.budgets:
                     metrics = self._metrics(self._evaluate(f"successive@{step}", self.order[:step]))
                     self.trajectory.append({"edits": step, "metrics": metrics})
                     after = metrics

@@ -155,3 +155,11 @@ def test_max_apis_counts_apis_not_modifications(bench, tiny_model, tmp_path):
     """One API (builtins.abs) with two modifications: max_apis=1 keeps both."""
     result = _study(bench, tiny_model, tmp_path / "one", "editor=prompt", "regime=single", "max_apis=1")
     assert sorted(result["edits"]) == ["builtins.abs/R1", "builtins.abs/S4"]
+
+
+def test_edit_budgets_set_where_a_successive_run_is_evaluated_and_stops(bench, tiny_model, tmp_path):
+    """App. D evaluates GRACE under edit budgets; here two modifications, a budget of one edit."""
+    result = _study(bench, tiny_model, tmp_path / "b", "editor=prompt", "regime=successive", "budgets=[1]")
+    assert len(result["edits"]) == 1 and [t["edits"] for t in result["trajectory"]] == [1]
+    with pytest.raises(Exception, match="budgets"):
+        _study(bench, tiny_model, tmp_path / "c", "editor=prompt", "regime=single", "budgets=[1]")
