@@ -5,7 +5,8 @@
 1. **pre-edit**: the unedited model answers every problem of the benchmark once per task; the
    samples run in the unmodified environment (the API counted, not changed). Per-model
    filtering, as the study: rows whose task the model does not solve there are left out (so
-   pre-edit C@n = P@n = 1.00), and `generalization_canonical` holds the generalization rows
+   pre-edit C@n = P@n = 1.00), except the non-workaroundable rows (App. B reports their
+   baselines below 1), and `generalization_canonical` holds the generalization rows
    whose passing pre-edit output calls the target API.
 2. **edits**: per modified API, an `APIUpdate` from its reliability rows (prompt in the model's
    format, target the modified reference). `single`: the editor is reset before each API's
@@ -139,7 +140,8 @@ class EditStudy:
         records = self._execute("pre", rows, codes, "unmodified")
         solved = {r["problem"] for r in records if r["passed"]}
         if self.options.per_model_filter:
-            self.kept = {p.id for p in rows if p.id in solved}
+            # the non-workaroundable rows are exempt (App. B: their pre-edit baselines are below 1)
+            self.kept = {p.id for p in rows if p.id in solved or _split(p) == "nonworkaround"}
         canonical = set()
         for p in rows:
             if _split(p) == "generalization" and p.id in solved:

@@ -163,3 +163,21 @@ def test_edit_budgets_set_where_a_successive_run_is_evaluated_and_stops(bench, t
     assert len(result["edits"]) == 1 and [t["edits"] for t in result["trajectory"]] == [1]
     with pytest.raises(Exception, match="budgets"):
         _study(bench, tiny_model, tmp_path / "c", "editor=prompt", "regime=single", "budgets=[1]")
+
+
+def test_the_non_workaroundable_rows_are_exempt_from_the_pre_edit_filter(tiny_model, tmp_path):
+    """App. B's rows stay in the study although an unedited model need not solve them."""
+    bench = tmp_path / "bench"
+    options = BuildOptions(targets={"reliability": 9, "generalization": 9, "specificity": 2})
+    with make_sandbox() as sandbox:
+        built = build("humaneval", str(_source(tmp_path / "source.jsonl")), sandbox, options)
+        write(built, bench)
+    assert built.manifest["rows_per_split"].get("nonworkaround", 0) > 0
+    overrides = [
+        f"benchmark.path={bench}", f"model.path={tiny_model}", "model.name=tiny", f"out={tmp_path / 'out'}",
+        "per_model_filter=true", "gen.n=1", "ks=[1]", "gen.max_new_tokens=8", "gen.temperature=0",
+        "sandbox.workers=2", "editor=prompt", "regime=single",
+    ]  # fmt: skip
+    run(validate_overrides(APP, overrides), {})
+    result = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert result["after"]["nonworkaround"]["samples"] > 0, result["after"].keys()
