@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,8 +20,10 @@ from tqdm.auto import tqdm
 
 from core.problems import Problem
 from core.sandbox import SandboxLimits
+from core.sandbox.declared import imported_roots
 from eval.audit import density as density_mod
 from eval.audit import distributions, independence, linecoverage, mutation, scope, unsolved, validity
+from eval.audit.report import EMERGING
 
 log = logging.getLogger("eval.audit")
 
@@ -114,6 +117,10 @@ def run_audit(
         "independence": shared,
         "distributions": table1,
         "totals": _totals(rows, shared),
+        # D3 and D6 of the desiderata: edit-intent labels where problems carry them, and problems
+        # that use an LLM SDK or agent framework
+        "intents": dict(Counter(str(p.taxonomy["intent"]) for p in every if p.taxonomy.get("intent"))),
+        "emerging": sum(bool(imported_roots(p.before, p.after) & EMERGING) for p in every),
     }
     if options.model_results:
         results = unsolved.read_results(options.model_results)

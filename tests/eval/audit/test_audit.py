@@ -60,6 +60,15 @@ def test_each_check_fires_on_its_hand_made_problem(cases):
     assert "counts as surviving" in report
     assert "| distinct contexts | 6 / 7 | 103 / 105 (cited; its pairs give 102) | 86 / 108 |" in report
     assert "- [ ] **Validated**" in report and "mutation testing" in report
+    # the published audit's D1-D6, each decided where it can be offline and saying so where not
+    assert "- [ ] **D1 languages in proportion to ecosystem usage**" in report and "python 100%" in report
+    assert "**D2 domains anchored to real editing workloads**: not decided here" in report
+    assert "**D3 maintenance, documentation and testing edits**: not decided here" in report
+    assert "**D4 preservation of existing behaviour" in report and "**D5 problem independence" in report
+    assert (
+        "- [ ] **D6 emerging development paradigms** (agent orchestration, prompt templates): 0 problem(s)"
+        in report
+    )
 
 
 def test_the_shipped_fixtures_with_table1(sandbox):
@@ -179,3 +188,18 @@ def test_bad_inputs_stop_before_the_audit_runs(tmp_path):
     (tmp_path / "file").write_text("x")
     done = _cli([f"benchmark={CASES}", f"out={tmp_path / 'file'}"], REPO)
     assert done.returncode == 2 and "is a file" in done.stderr
+
+
+def test_the_desiderata_count_maintenance_intents_and_emerging_paradigms():
+    from eval.audit.report import _desiderata
+
+    totals = {"problems": 4, "not_runnable": 4, "languages": {"python": 2, "ts": 1, "go": 1},
+              "distinct_contexts": 4, "pass_after": 0}  # fmt: skip
+    lines = _desiderata({"totals": totals, "intents": {"feat": 3, "docs": 1}, "emerging": 1})
+    text = "\n".join(lines)
+    assert "- [x] **D3 maintenance, documentation and testing edits**: 1 of 4" in text
+    assert (
+        "- [x] **D6 emerging development paradigms** (agent orchestration, prompt templates): 1 problem(s)"
+        in text
+    )
+    assert "- [ ] **D1 languages" in text and "python 50%" in text  # 3 languages, one above 30%
