@@ -121,15 +121,16 @@ def test_the_runner_names_no_benchmark():
 
 
 # ----------------------------------------------------------------------------- kill -9, then resume
-# Each with more samples than one chunk (64), so the kill lands between two chunks; samples that
-# run (EDIT-Bench's reference is empty: its samples would fail without running, all at once).
+# Each with at least three chunks of samples (64 each; two are worked on at once), so the kill lands
+# while chunks remain; samples that run (EDIT-Bench's reference is empty: its samples would fail
+# without running, all at once).
 KILL_CASES = {
-    "fixtures-reference": ["gen.n=6"],
-    "canitedit-reference": ["gen.n=20"],
-    "humanevalfix-python-fixtests-reference": ["gen.n=6", "benchmark.limit=20"],
-    "editbench-identity": ["gen.n=20"],
-    "apiupdate-reference": ["gen.n=3"],
-    "novelapi-reference": ["gen.n=6"],
+    "fixtures-reference": ["gen.n=6"],  # 168 samples
+    "canitedit-reference": ["gen.n=40"],  # 160
+    "humanevalfix-python-fixtests-reference": ["gen.n=6", "benchmark.limit=40"],  # 240
+    "editbench-identity": ["gen.n=40"],  # 200
+    "apiupdate-reference": ["gen.n=5"],  # 260
+    "novelapi-reference": ["gen.n=12"],  # 216
 }
 
 
