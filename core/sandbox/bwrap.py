@@ -23,6 +23,7 @@ import subprocess
 import sys
 
 from core.sandbox import native
+from core.sandbox.interpreter import interpreter_facts
 from core.sandbox.worker import HARNESS, Profile, SandboxUnavailable, ServerSpec, sandbox_env
 
 WORK_DIR = "/tmp/work"
@@ -97,36 +98,20 @@ def interpreter_paths(python: str | None = None) -> list[str]:
     """Host folders the sandbox needs outside ``SYSTEM_PATHS``: the interpreter, its environment
     (e.g. a virtualenv in a checkout), its site-packages and the harness. ``python``: another
     interpreter (a library version's virtualenv) instead of this one."""
-    prefix, base_prefix, executable, path = _interpreter_facts(python or sys.executable)
+    facts = interpreter_facts(python)
     needed = {
-        prefix,
-        base_prefix,
-        os.path.dirname(os.path.realpath(executable)),
-        os.path.dirname(os.path.abspath(executable)),
+        facts.prefix,
+        facts.base_prefix,
+        os.path.dirname(os.path.realpath(facts.executable)),
+        os.path.dirname(os.path.abspath(facts.executable)),
         os.path.dirname(HARNESS),
         os.path.dirname(native.built(python)),
-        *(p for p in path if p.endswith(("site-packages", "dist-packages"))),
+        *(p for p in facts.path if p.endswith(("site-packages", "dist-packages"))),
     }
     paths = {os.path.realpath(p) for p in needed if p} | {p for p in needed if p}
     inside = [p for p in paths if os.path.isdir(p) and not _under(p, SYSTEM_PATHS)]
     # Bind shortest paths first so that nested ones stay visible.
     return sorted(set(inside), key=len)
-
-
-@functools.cache
-def _interpreter_facts(python: str) -> tuple[str, str, str, tuple[str, ...]]:
-    """(prefix, base prefix, executable, sys.path) of ``python``, asked once."""
-    if python == sys.executable:
-        return sys.prefix, sys.base_prefix, sys.executable, tuple(sys.path)
-    code = "import json, sys; print(json.dumps([sys.prefix, sys.base_prefix, sys.executable, sys.path]))"
-    try:
-        out = subprocess.run(
-            [python, "-I", "-c", code], capture_output=True, text=True, timeout=60, check=True
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise SandboxUnavailable(f"interpreter {python!r} cannot run: {exc}") from exc
-    prefix, base, executable, path = json.loads(out.stdout)
-    return prefix, base, executable, tuple(path)
 
 
 def readable_paths(python: str | None = None) -> list[str]:

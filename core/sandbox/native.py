@@ -15,15 +15,14 @@ import functools
 import hashlib
 import importlib.machinery
 import importlib.util
-import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import types
 from pathlib import Path
 
+from core.sandbox.interpreter import interpreter_facts
 from core.sandbox.worker import SandboxUnavailable
 
 SOURCE = Path(__file__).with_name("_editforge_sys.c")
@@ -53,7 +52,8 @@ def load(python: str | None = None) -> types.ModuleType:
 def built(python: str | None = None) -> str:
     """Path of the module compiled for ``python`` (default: this interpreter), building it on
     first use; SandboxUnavailable, with the fix, where it cannot be built."""
-    include, suffix = _interpreter_build_facts(python or sys.executable)
+    facts = interpreter_facts(python)
+    include, suffix = facts.include, facts.ext_suffix
     source = SOURCE.read_bytes()
     key = hashlib.sha256(source + include.encode() + suffix.encode()).hexdigest()[:16]
     target = cache_dir() / key / f"{MODULE}{suffix}"
@@ -65,9 +65,9 @@ def built(python: str | None = None) -> str:
     if not os.path.exists(os.path.join(include, "Python.h")):
         raise SandboxUnavailable(_missing(f"no Python headers in {include}"))
     target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=target.parent, suffix=suffix, delete=False) as partial:
-        pass
-    argv = [compiler, "-shared", "-fPIC", "-O2", f"-I{include}", "-o", partial.name, str(SOURCE)]
+    handle, partial = tempfile.mkstemp(dir=target.parent, suffix=suffix)
+    os.close(handle)  # the compiler writes it; os.replace then publishes it whole
+    argv = [compiler, "-shared", "-fPIC", "-O2", f"-I{include}", "-o", partial, str(SOURCE)]
     try:
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
@@ -75,10 +75,10 @@ def built(python: str | None = None) -> str:
             raise SandboxUnavailable(_missing(f"{compiler} cannot run: {exc}")) from exc
         if done.returncode != 0:
             raise SandboxUnavailable(_missing(f"{' '.join(argv)} failed:\n{done.stderr.strip()}"))
-        os.replace(partial.name, target)  # atomic: concurrent builders all end with one whole file
+        os.replace(partial, target)  # atomic: concurrent builders all end with one whole file
     finally:
-        if os.path.exists(partial.name):
-            os.unlink(partial.name)
+        if os.path.exists(partial):
+            os.unlink(partial)
     return str(target)
 
 
@@ -94,23 +94,6 @@ def load_path(path: str) -> types.ModuleType:
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
     return module
-
-
-def _interpreter_build_facts(python: str) -> tuple[str, str]:
-    """(include folder, extension suffix) of ``python``."""
-    code = "import json, sysconfig; print(json.dumps([sysconfig.get_paths()['include'], sysconfig.get_config_var('EXT_SUFFIX')]))"
-    if os.path.realpath(python) == os.path.realpath(sys.executable):
-        import sysconfig
-
-        return sysconfig.get_paths()["include"], sysconfig.get_config_var("EXT_SUFFIX")
-    try:
-        out = subprocess.run(
-            [python, "-I", "-c", code], capture_output=True, text=True, timeout=60, check=True
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise SandboxUnavailable(f"interpreter {python!r} cannot run: {exc}") from exc
-    include, suffix = json.loads(out.stdout)
-    return include, suffix
 
 
 def _missing(reason: str) -> str:

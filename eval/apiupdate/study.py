@@ -37,6 +37,7 @@ from core.problems import Problem
 from core.sandbox import Sandbox, SandboxLimits
 from eval.apiupdate.enforce import calls_api, run_enforced
 from eval.apiupdate.metrics import score_outcomes, shapley_rows
+from eval.apiupdate.report import STUDY_SPLITS
 from eval.benchmarks.apiupdate import enforced_job
 from eval.generate import build_requests, generate_samples
 from eval.generation.base import Generator, SamplingConfig
@@ -44,7 +45,7 @@ from eval.samples import SampleStore, check_identity, run_missing
 
 log = logging.getLogger(__name__)
 REGIMES = ("single", "successive")
-EVAL_SPLITS = ("reliability", "generalization", "generalization_canonical", "specificity", "nonworkaround")
+EVAL_SPLITS = STUDY_SPLITS  # the canonically filtered generalization rows (Table 5) among them
 
 
 @dataclass(frozen=True)
