@@ -61,7 +61,9 @@ class BuildAPIUpdateConfig:
     types: list[str] = field(default_factory=lambda: list(TYPES))
     targets: TargetsConfig = field(default_factory=TargetsConfig)
     min_problems: int = 2
-    nonworkaround: bool = True  # add the shipped non-workaroundable problems
+    types_per_api: str = "one"  # one (the study's: one seeded type per API) | all (ours)
+    s4_form: str = "tuple"  # tuple (the study's: read [0]) | value (ours: read .value)
+    nonworkaround: str = "appendix_b"  # appendix_b (the study's App. B set) | extended (ours) | none
     limit: int | None = None  # the first N source problems
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
@@ -75,6 +77,15 @@ class BuildAPIUpdateConfig:
             raise ConfigError(
                 f"limit={self.limit}: give a positive number of source problems, or null for all"
             )
+        if str(self.nonworkaround).lower() in ("true", "false"):  # the older on/off switch
+            self.nonworkaround = "appendix_b" if str(self.nonworkaround).lower() == "true" else "none"
+        for name, choices in (
+            ("types_per_api", ("one", "all")),
+            ("s4_form", ("tuple", "value")),
+            ("nonworkaround", ("appendix_b", "extended", "none")),
+        ):
+            if getattr(self, name) not in choices:
+                raise ConfigError(f"{name}={getattr(self, name)!r}: choose one of {list(choices)}")
         if self.min_problems < 2:
             raise ConfigError("min_problems must be >= 2 (one reliability and one generalization problem)")
         for name in ("reliability", "generalization", "specificity"):
@@ -107,6 +118,8 @@ def run(cfg: BuildAPIUpdateConfig, resolved: dict[str, Any]) -> None:
         targets={k: getattr(cfg.targets, k) for k in ("reliability", "generalization", "specificity")},
         min_problems=cfg.min_problems,
         types=tuple(cfg.types),
+        types_per_api=cfg.types_per_api,
+        s4_form=cfg.s4_form,
         nonworkaround=cfg.nonworkaround,
         limit=cfg.limit,
     )

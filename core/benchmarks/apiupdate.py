@@ -52,6 +52,7 @@ class Modification:
     swap: tuple[int, int] | None = None  # S3
     roles: tuple[str, ...] | None = None  # S3: roles of the swapped parameters, old order
     result_name: str | None = None  # S4
+    result_form: str = "tuple"  # S4: "tuple" (the study's: read `[0]`) | "value" (ours: read `.value`)
 
     @property
     def id(self) -> str:
@@ -65,6 +66,11 @@ class Modification:
     @property
     def old_display(self) -> str:
         return self.name if self.module == "builtins" else f"{self.module}.{self.name}"
+
+    @property
+    def result_read(self) -> str:
+        """S4: what a caller appends to a call to get the old value (`[0]` or `.value`)."""
+        return ".value" if self.result_form == "value" else "[0]"
 
     @property
     def new_api(self) -> str:
@@ -94,10 +100,15 @@ class Modification:
                 f"API update: the first two parameters of `{old}` swapped places. Signature: `{sig}` "
                 f"(previously `{old}{self.old_signature}`)."
             )
-        if self.type == "S4":
+        if self.type == "S4" and self.result_form == "value":
             return (
                 f"API update: `{old}` now returns a `{self.result_name}` object; the value it used to return "
                 f"is its `.value` attribute. Signature: `{sig}`."
+            )
+        if self.type == "S4":
+            return (
+                f"API update: `{old}` now returns a tuple; the value it used to return is its first item, "
+                f"`{new}(...)[0]`. Signature: `{sig}`."
             )
         return f"`{old}` is unchanged."
 
@@ -109,6 +120,10 @@ class Modification:
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> Modification:
         fields = {k: spec[k] for k in cls.__dataclass_fields__ if k in spec}
+        if fields.get("type") == "S4" and "result_form" not in spec:
+            fields["result_form"] = (
+                "value"  # built before the tuple form existed: their references read .value
+            )
         for key in ("swap", "roles"):
             if fields.get(key) is not None:
                 fields[key] = tuple(fields[key])

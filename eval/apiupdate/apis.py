@@ -59,8 +59,16 @@ def assigned_names(tree: ast.AST) -> set[str]:
     return names
 
 
-def qualified_name(func: ast.expr, aliases: dict[str, str], shadowed: set[str]) -> str | None:
-    """The qualified API a call's function expression names, or None."""
+def roots_of(api: str) -> frozenset[str]:
+    """The module roots whose calls count when looking for `api`: the standard library's, and
+    `api`'s own (`torch` for `torch.cuda.device_count`, a fixture API outside the standard library)."""
+    return STDLIB | {api.split(".")[0]}
+
+
+def qualified_name(
+    func: ast.expr, aliases: dict[str, str], shadowed: set[str], roots: frozenset[str] = STDLIB
+) -> str | None:
+    """The qualified API a call's function expression names (a module among `roots`), or None."""
     parts: list[str] = []
     while isinstance(func, ast.Attribute):
         parts.append(func.attr)
@@ -76,18 +84,19 @@ def qualified_name(func: ast.expr, aliases: dict[str, str], shadowed: set[str]) 
     else:
         return None
     name = ".".join([base, *reversed(parts)])
-    return name if name.split(".")[0] in STDLIB and "." in name else None
+    return name if name.split(".")[0] in roots and "." in name else None
 
 
-def api_calls(source: str | ast.AST) -> list[APICall]:
-    """Every call of a builtin or standard-library API in `source` (a SyntaxError propagates)."""
+def api_calls(source: str | ast.AST, roots: frozenset[str] = STDLIB) -> list[APICall]:
+    """Every call of a builtin or standard-library API in `source` (a SyntaxError propagates);
+    `roots` widens the modules that count (`roots_of`)."""
     tree = ast.parse(source) if isinstance(source, str) else source
     aliases = import_aliases(tree)
     shadowed = assigned_names(tree) - set(aliases)
     calls = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            api = qualified_name(node.func, aliases, shadowed)
+            api = qualified_name(node.func, aliases, shadowed, roots)
             if api is not None:
                 calls.append(APICall(api, node, ast.unparse(node.func)))
     return calls
@@ -103,7 +112,7 @@ def references(source: str | ast.AST, api: str) -> list[ast.expr]:
         if (
             isinstance(node, (ast.Name, ast.Attribute))
             and isinstance(getattr(node, "ctx", None), ast.Load)
-            and qualified_name(node, aliases, shadowed) == api
+            and qualified_name(node, aliases, shadowed, roots_of(api)) == api
         ):
             found.append(node)
     return found

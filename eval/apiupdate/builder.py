@@ -9,12 +9,15 @@
    pair's solution is rewritten to the new API (`rewrite.py`) and kept only if it passes in the
    enforcing sandbox and calls the new API; the unmodified solution is run there too and must
    end as its type says (R1, S2, S3: old_api; S4: return_type_mismatch; S1: adoption), else the
-   pair is dropped (`old_solution_<outcome>`).
-4. **Split**, seeded: per modified API, problems 1:2 into reliability (the edit examples) and
-   generalization (at least 2 problems per API); specificity from problems that do not call the
-   API, rare APIs first, then an even fill; targets 500 / 1,000 / 1,000 with proportional
-   downsampling. The non-workaroundable fixtures add their own reliability and
-   `nonworkaround` rows.
+   pair is dropped (`old_solution_<outcome>`). Then, as the study (App. A.2: one modification per
+   API), each API keeps one type, drawn with the seed among the types with enough problems, the
+   least used type first (`other_type_of_api`); `types_per_api="all"` (ours) keeps every type.
+4. **Split**, seeded: per API, its problems 1:2 into reliability (the edit examples) and
+   generalization (at least 2 problems per API), so no API's edit problem is one of its test
+   problems, whatever its types; specificity from problems that do not call the API, rare APIs
+   first, then an even fill; targets 500 / 1,000 / 1,000 with proportional downsampling. The
+   non-workaroundable set adds its own reliability and `nonworkaround` rows: App. B's five APIs
+   with their types (`nonworkaround="appendix_b"`, the default), or our eight (`"extended"`).
 
 Every row in is either kept or counted under a named reason in `manifest.json`.
 """
@@ -33,8 +36,9 @@ from typing import Any
 
 from core.sandbox import Sandbox, SandboxLimits
 from core.sandbox.declared import unverified_flags
-from eval.apiupdate.apis import api_calls
+from eval.apiupdate.apis import STDLIB, api_calls, roots_of
 from eval.apiupdate.catalogue import (
+    S4_FORMS,
     TYPES,
     Modification,
     modifiable,
@@ -58,14 +62,31 @@ EXPECTED_OLD_OUTCOME = {
 }
 
 
+TYPES_PER_API = ("one", "all")  # the study's one seeded type per API | ours: every type
+NONWORKAROUND_SETS = {"appendix_b": "appendix_b", "extended": "nonworkaround", "none": None}
+
+
 @dataclass
 class BuildOptions:
     seed: int = 0
     targets: dict[str, int] = field(default_factory=lambda: dict(TARGETS))
     min_problems: int = 2  # per modified API, to have both reliability and generalization rows
     types: tuple[str, ...] = TYPES
-    nonworkaround: bool = True
+    types_per_api: str = "one"
+    s4_form: str = "tuple"  # the study's `[0]`; "value": ours, `.value`
+    nonworkaround: str = "appendix_b"  # appendix_b | extended | none
     limit: int | None = None  # the first N source problems (quick runs)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.nonworkaround, bool):  # the older switch: on = the study's set
+            self.nonworkaround = "appendix_b" if self.nonworkaround else "none"
+        for name, value, choices in (
+            ("types_per_api", self.types_per_api, TYPES_PER_API),
+            ("s4_form", self.s4_form, S4_FORMS),
+            ("nonworkaround", self.nonworkaround, tuple(NONWORKAROUND_SETS)),
+        ):
+            if value not in choices:
+                raise ValueError(f"{name}={value!r}: choose one of {choices}")
 
 
 @dataclass
@@ -151,8 +172,10 @@ class Builder:
         for problem in problems:
             chosen: dict[str, str] = {}
             in_prompt: set[str] = set()
+            # a fixture names its API, which may lie outside the standard library (torch)
+            roots = roots_of(problem.meta["api"]) if "api" in problem.meta else frozenset(STDLIB)
             for program in problem.programs:
-                for call in api_calls(program):
+                for call in api_calls(program, roots):
                     if call.node.lineno <= problem.prompt_lines:
                         in_prompt.add(call.api)
                     else:
@@ -165,11 +188,15 @@ class Builder:
         return by_api
 
     # ------------------------------------------------------------------ 3. modify
-    def modified_pairs(self, by_api: dict[str, list[tuple[SourceProblem, str]]]) -> list[Pair]:
+    def modified_pairs(
+        self, by_api: dict[str, list[tuple[SourceProblem, str]]], fixed: dict[str, str] | None = None
+    ) -> list[Pair]:
+        """The pairs whose rewritten solution adopts the new API and whose old one fails as its type
+        says; `fixed` gives an API its one type (the App. B set), else `types_per_api` decides."""
         candidates: list[Pair] = []
         for api in sorted(by_api):
-            for mod in modifications(api):
-                if mod.type not in self.options.types:
+            for mod in modifications(api, self.options.s4_form):
+                if mod.type not in self.options.types or (fixed and fixed.get(api, mod.type) != mod.type):
                     continue
                 for problem, program in by_api[api]:
                     pair = Pair(problem, program, mod)
@@ -203,22 +230,53 @@ class Builder:
             else:
                 pair.old_outcome = old.outcome
                 kept.append(pair)
+        if fixed is None and self.options.types_per_api == "one":
+            return self.one_type_per_api(kept)
+        return kept
+
+    def one_type_per_api(self, pairs: list[Pair]) -> list[Pair]:
+        """One modification per API (App. A.2), drawn with the seed among the types that have
+        enough problems, the type fewest APIs have so far first (the types stay balanced)."""
+        by_api: dict[str, dict[str, list[Pair]]] = defaultdict(lambda: defaultdict(list))
+        for pair in pairs:
+            by_api[pair.modification.api][pair.modification.type].append(pair)
+        apis = sorted(by_api)
+        self.rng.shuffle(apis)
+        used: Counter = Counter()
+        kept: list[Pair] = []
+        for api in apis:
+            types = by_api[api]
+            enough = [t for t in sorted(types) if _problems(types[t]) >= self.options.min_problems]
+            viable = enough or sorted(types)
+            fewest = min(used[t] for t in viable)
+            choice = self.rng.choice([t for t in viable if used[t] == fewest])
+            used[choice] += 1
+            kept.extend(types[choice])
+            self.dropped["pairs"]["other_type_of_api"] += sum(len(types[t]) for t in types if t != choice)
         return kept
 
     # ------------------------------------------------------------------ 4. split
     def split(self, pairs: list[Pair]) -> dict[str, list[Pair]]:
-        by_mod: dict[str, list[Pair]] = defaultdict(list)
+        """Per API, its problems 1:2 into reliability and generalization; each type's pairs follow
+        their problem, so the two splits share no problem of an API."""
+        by_api: dict[str, list[Pair]] = defaultdict(list)
         for pair in pairs:
-            by_mod[pair.modification.id].append(pair)
+            by_api[pair.modification.api].append(pair)
         assigned: dict[str, tuple[list[Pair], list[Pair]]] = {}
-        for mod_id in sorted(by_mod):
-            group = sorted(by_mod[mod_id], key=lambda p: p.problem.task_id)
-            if len(group) < self.options.min_problems:
+        for api in sorted(by_api):
+            group = by_api[api]
+            tasks = sorted({p.problem.task_id for p in group})
+            if len(tasks) < self.options.min_problems:
                 self.dropped["pairs"]["too_few_problems_for_api"] += len(group)
                 continue
-            self.rng.shuffle(group)
-            n_rel = max(1, round(len(group) / 3))
-            assigned[mod_id] = (group[:n_rel], group[n_rel:])
+            self.rng.shuffle(tasks)
+            order = {task: i for i, task in enumerate(tasks)}
+            group = sorted(group, key=lambda p: (order[p.problem.task_id], p.modification.type))
+            n_rel = max(1, round(len(tasks) / 3))
+            assigned[api] = (
+                [p for p in group if order[p.problem.task_id] < n_rel],
+                [p for p in group if order[p.problem.task_id] >= n_rel],
+            )
         targets = self.options.targets
         for index, split in enumerate(("reliability", "generalization")):
             total = sum(len(parts[index]) for parts in assigned.values())
@@ -282,6 +340,10 @@ class Builder:
         return kept
 
 
+def _problems(pairs: list[Pair]) -> int:
+    return len({p.problem.task_id for p in pairs})
+
+
 def _with_programs(problem: SourceProblem, programs: list[str]) -> SourceProblem:
     return replace(problem, programs=tuple(programs))
 
@@ -327,27 +389,47 @@ def build(
     )
     splits["specificity"] = builder.specificity(problems, mods)
     splits["nonworkaround"] = []
-    if options.nonworkaround:
-        extra = Builder(
-            sandbox, BuildOptions(seed=options.seed, types=options.types, min_problems=1), limits, progress
-        )
-        fixtures = extra.verify(load_source("nonworkaround", None))
-        by_fixture_api = extra.pairs_by_api(fixtures)
-        # a fixture is about its own API; its other calls (len, str) are not what it tests
-        about = {
-            api: [(p, prog) for p, prog in found if p.meta.get("api") == api]
-            for api, found in by_fixture_api.items()
-        }
-        for pair in extra.modified_pairs({api: found for api, found in about.items() if found}):
-            role = "reliability" if pair.problem.meta.get("role") == "edit" else "nonworkaround"
-            splits[role].append(pair)
-        for name, counts in extra.dropped.items():
-            for reason, n in counts.items():
-                builder.dropped[f"nonworkaround_{name}"][reason] += n
+    fixtures = NONWORKAROUND_SETS[options.nonworkaround]
+    if fixtures:
+        _add_nonworkaround(builder, splits, fixtures, sandbox, limits, progress)
     rows = [_row(pair, split) for split in SPLITS for pair in splits[split]]
     apis = _api_table(by_api, pairs)
     manifest = _manifest(source, path, options, builder, problems, rows, apis)
     return Build(rows, apis, manifest)
+
+
+def _add_nonworkaround(
+    builder: Builder, splits: dict[str, list[Pair]], source: str, sandbox, limits, progress
+):
+    """The non-workaroundable set's rows: its edit problems join reliability, the others form
+    `nonworkaround`. A fixture is about its own API (its other calls, len or str, are not what it
+    tests); App. B's rows also name their API's one type."""
+    options = builder.options
+    extra = Builder(
+        sandbox,
+        BuildOptions(seed=options.seed, types=options.types, min_problems=1, s4_form=options.s4_form),
+        limits,
+        progress,
+    )
+    problems = extra.verify(load_source(source, None))
+    about = {
+        api: [(p, prog) for p, prog in found if p.meta.get("api") == api]
+        for api, found in extra.pairs_by_api(problems).items()
+    }
+    about = {api: found for api, found in about.items() if found}
+    for problem in problems:
+        api = problem.meta.get("api")
+        if api and api not in about:
+            extra.dropped["pairs"]["api_not_called"] += 1
+        elif api and not modifications(api):
+            extra.dropped["pairs"][f"api_{modifiable(api)}"] += 1  # torch missing: not_found
+    fixed = {p.meta["api"]: p.meta["type"] for p in problems if "type" in p.meta}
+    for pair in extra.modified_pairs(about, fixed):
+        role = "reliability" if pair.problem.meta.get("role") == "edit" else "nonworkaround"
+        splits[role].append(pair)
+    for name, counts in extra.dropped.items():
+        for reason, n in counts.items():
+            builder.dropped[f"nonworkaround_{name}"][reason] += n
 
 
 def _api_table(by_api: dict[str, list], pairs: list[Pair]) -> list[dict[str, Any]]:
@@ -387,6 +469,9 @@ def _manifest(source, path, options, builder, problems, rows, apis) -> dict[str,
         "seed": options.seed,
         "targets": options.targets,
         "types": list(options.types),
+        "types_per_api": options.types_per_api,
+        "s4_form": options.s4_form,
+        "nonworkaround": options.nonworkaround,
         "input_problems": builder.inputs,
         "verified_problems": len(problems),
         "dropped": {stage: dict(sorted(c.items())) for stage, c in builder.dropped.items()},

@@ -6,12 +6,13 @@
 | S1 | an optional keyword `validate=False` (True: TypeError if an argument is None) | still valid use |
 | S2 | a required keyword `errors`: "raise" (as before) or "return_none" (None instead of raising) | TypeError: missing argument |
 | S3 | two positional parameters swapped | runs with swapped arguments: flagged as old use by argument roles |
-| S4 | returns a strict `<Name>Result` whose `.value` is the old result | any other use raises TypeError |
+| S4 | returns a tuple whose `[0]` is the old result (`s4_form=value`: a strict `<Name>Result` read through `.value`) | any other use raises TypeError |
 
 An API is modifiable when it is a function (or one of the builtin types used only as calls,
 such as `range`) whose signature is known: from `inspect`, or written out below for the
 builtins that have none. S3 needs two positional parameters whose values can be told apart
-(a callable and an iterable; a value and a class), so a call in the old order is recognised.
+(a callable and an iterable; a value and a class; an existing path and a destination), so a call
+in the old order is recognised.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ S3_ROLES = {
     "itertools.filterfalse": ("callable_or_none", "iterable"),
     "itertools.takewhile": ("callable", "iterable"),
     "itertools.dropwhile": ("callable", "iterable"),
+    "shutil.move": ("existing_path", "path"),  # App. B's S3
 }
 # R1: new names that read like a real rename; anything else becomes `<name>_v2`.
 RENAMES = {
@@ -185,8 +187,12 @@ def _free_name(preferred: str, taken: set[str]) -> str:
     return name
 
 
-def modifications(api: str) -> list[Modification]:
-    """Every modification type that applies to `api` (empty when it cannot be modified)."""
+S4_FORMS = ("tuple", "value")
+
+
+def modifications(api: str, s4_form: str = "tuple") -> list[Modification]:
+    """Every modification type that applies to `api` (empty when it cannot be modified); S4's
+    result is a tuple read through `[0]` (the study's) or, with `s4_form="value"`, `.value`."""
     if modifiable(api) is not None:
         return []
     module, _, name = api.rpartition(".")
@@ -230,7 +236,14 @@ def modifications(api: str) -> list[Modification]:
         )
     camel = "".join(part.capitalize() for part in name.split("_"))
     found.append(
-        Modification(type="S4", new_name=name, signature=old_sig, result_name=f"{camel}Result", **common)
+        Modification(
+            type="S4",
+            new_name=name,
+            signature=old_sig,
+            result_name=f"{camel}Result",
+            result_form=s4_form,
+            **common,
+        )
     )
     return found
 

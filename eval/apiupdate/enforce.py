@@ -29,7 +29,7 @@ from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from core.sandbox.declared import unverified_flags
 from core.sandbox.reports import last_report
 from core.signatures import Signature
-from eval.apiupdate.apis import api_calls, references
+from eval.apiupdate.apis import api_calls, references, roots_of
 
 RUNTIME_SOURCE = (Path(__file__).resolve().parent / "runtime.py").read_text()
 CANDIDATE_FILE = "<candidate>"  # the runtime compiles the sample under this name
@@ -185,6 +185,8 @@ _ROLE_FITS = {
     "iterable": {"iterable"},
     "classinfo": {"classinfo"},
     "not_classinfo": {"callable", "iterable", "scalar", "none"},
+    "existing_path": {"iterable"},  # whether a path exists is known only when the program runs
+    "path": {"iterable"},
 }
 
 
@@ -247,7 +249,7 @@ def compile_stage(code: str, mod: Modification, entry_point: str, n_params: int 
         return None
     if mod.type == "R1" and references(tree, mod.api):
         return "old_api"
-    for call in api_calls(tree):
+    for call in api_calls(tree, roots_of(mod.api)):
         if call.api == mod.new_api:
             problem = _signature_problem(call.node, mod)
             if problem:
@@ -366,6 +368,6 @@ def _declared(sandbox: Sandbox, jobs: Sequence[EnforcedJob]) -> list[bool]:
 def calls_api(code: str, api: str) -> bool:
     """Whether `code` (statically) calls `api`; False when it does not parse."""
     try:
-        return any(call.api == api for call in api_calls(code))
+        return any(call.api == api for call in api_calls(code, roots_of(api)))
     except (SyntaxError, ValueError, RecursionError):
         return False

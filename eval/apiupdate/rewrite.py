@@ -8,7 +8,7 @@ Edits are computed from the AST's positions and applied to the source text:
 - S1: nothing (the old call is valid use);
 - S2: `errors="raise"` added to every call (the old behaviour);
 - S3: the two swapped positional arguments exchanged at every call;
-- S4: `.value` read from every call's result.
+- S4: `[0]` (or `.value`, the `value` form) read from every call's result.
 
 An API passed as a value (`key=len`) becomes a lambda that calls the new form. What cannot be
 rewritten (starred arguments where S3 must swap, an S3 call nested in another's swapped
@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 
 from core.benchmarks.apiupdate import Modification
-from eval.apiupdate.apis import assigned_names, import_aliases, qualified_name
+from eval.apiupdate.apis import assigned_names, import_aliases, qualified_name, roots_of
 
 
 class Unrewritable(ValueError):
@@ -81,7 +81,10 @@ def rewrite(source: str, mod: Modification) -> str:
     called: set[int] = set()
     renamed_locals = _rename_from_imports(tree, mod, pos, edits) if mod.type == "R1" else set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and qualified_name(node.func, aliases, shadowed) == mod.api:
+        if (
+            isinstance(node, ast.Call)
+            and qualified_name(node.func, aliases, shadowed, roots_of(mod.api)) == mod.api
+        ):
             called.add(id(node.func))
             edits.extend(_call_edits(node, mod, source, pos, renamed_locals))
     for node in ast.walk(tree):
@@ -89,7 +92,7 @@ def rewrite(source: str, mod: Modification) -> str:
             isinstance(node, (ast.Name, ast.Attribute))
             and isinstance(node.ctx, ast.Load)
             and id(node) not in called
-            and qualified_name(node, aliases, shadowed) == mod.api
+            and qualified_name(node, aliases, shadowed, roots_of(mod.api)) == mod.api
         ):
             edits.append(
                 (*pos.span(node), _as_value(mod, _reference(node, mod, source, pos, renamed_locals)))
@@ -130,7 +133,7 @@ def _call_edits(
         edits.extend(_swap(node, source, pos))
     elif mod.type == "S4":
         end = pos.span(node)[1]
-        edits.append((end, end, ".value"))
+        edits.append((end, end, mod.result_read))
     return edits
 
 
@@ -168,5 +171,5 @@ def _as_value(mod: Modification, name: str) -> str:
     if mod.type == "S3":
         return f"(lambda a, b, *r, **k: {name}(b, a, *r, **k))"
     if mod.type == "S4":
-        return f"(lambda *a, **k: {name}(*a, **k).value)"
+        return f"(lambda *a, **k: {name}(*a, **k){mod.result_read})"
     return name

@@ -12,7 +12,7 @@ globals are the candidate's namespace).
 
 One API is modified per program (`spec`): R1 rename (the old name is gone), S1 an added
 optional keyword, S2 an added required keyword (`errors`), S3 two positional parameters
-swapped, S4 the result wrapped in a strict result object (`.value`), or `none` (the
+swapped, S4 the result wrapped in a strict 1-tuple (`[0]`; or an object read through `.value`), or `none` (the
 unmodified API, counted); with `absent` set, the API is not there at all (neither name), the
 run that decides whether a passing sample needed it. Calls are counted: `new` (the modified API called as its new
 signature allows), `old` (the old name, the old call form of S2, the old argument order of
@@ -29,6 +29,7 @@ import functools
 import importlib
 import inspect
 import json
+import os
 import sys
 import types
 
@@ -46,9 +47,12 @@ ROLES = {
     "not_classinfo": lambda v: (
         not (isinstance(v, type) or (isinstance(v, tuple) and v and all(isinstance(t, type) for t in v)))
     ),
+    # shutil.move(src, dst): the source exists; a destination may not yet
+    "existing_path": lambda v: isinstance(v, (str, bytes, os.PathLike)) and os.path.lexists(v),
+    "path": lambda v: isinstance(v, (str, bytes, os.PathLike)),
 }
 ERRORS_VALUES = ("raise", "return_none")
-# Every use of an S4 result except `.value` and repr() is the old return type's use.
+# Every use of an S4 result except `[0]` (or `.value`) and repr() is the old return type's use.
 _RESULT_OPS = [
     "__iter__",
     "__len__",
@@ -177,19 +181,40 @@ class Environment:
         return api
 
     def _result_type(self):
+        """S4's new return type: a 1-tuple whose `[0]` is the old value (the study's form; unpacking
+        it is fine too), or with `result_form="value"` an object whose `.value` is. Any other use
+        counts as a mismatch."""
         env = self
         name = self.spec.get("result_name") or "Result"
+        as_tuple = self.spec.get("result_form", "value") == "tuple"
+        read = "[0]" if as_tuple else ".value"
 
         def misuse(op):
             def method(self, *args, **kwargs):
                 env.counts["mismatch"] += 1
-                raise TypeError(f"{env.display}() returns a {name}, not its value; read .value (tried {op})")
+                raise TypeError(f"{env.display}() returns a {name}, not its value; read {read} (tried {op})")
 
             return method
 
         def getattr_(self, attr):
             env.counts["mismatch"] += 1
-            raise AttributeError(f"{name!r} object has no attribute {attr!r}; read .value")
+            raise AttributeError(f"{name!r} object has no attribute {attr!r}; read {read}")
+
+        ops = {op: misuse(op) for op in _RESULT_OPS}
+        if as_tuple:
+
+            def new(cls, value):
+                return tuple.__new__(cls, (value,))
+
+            def repr_(self):
+                return f"({tuple.__getitem__(self, 0)!r},)"
+
+            ops.pop("__getitem__")  # `[0]`, the new use
+            ops.pop("__iter__")  # `value, = api(...)`: unpacking the tuple is new use too
+            body = {"__slots__": (), "__new__": new, "__repr__": repr_, "__getattr__": getattr_}
+            body.update(ops)
+            body.update({"count": misuse("count"), "index": misuse("index")})
+            return type(name, (tuple,), body)
 
         def init(self, value):
             object.__setattr__(self, "value", value)
@@ -198,7 +223,7 @@ class Environment:
             return f"{name}(value={self.value!r})"
 
         body = {"__slots__": ("value",), "__init__": init, "__repr__": repr_, "__getattr__": getattr_}
-        body.update({op: misuse(op) for op in _RESULT_OPS})
+        body.update(ops)
         return type(name, (), body)
 
     # ------------------------------------------------------------------ installing it
@@ -326,7 +351,7 @@ class Environment:
 
     def exported(self, value):
         """A candidate function as the tests get it: under S4, one that returns the new result type
-        where the old value belongs (it never read `.value`) is counted as a mismatch."""
+        where the old value belongs (it never read `[0]` / `.value`) is counted as a mismatch."""
         if self.result_type is None or not isinstance(value, types.FunctionType):
             return value
         env, result_type = self, self.result_type
@@ -334,7 +359,7 @@ class Environment:
         @functools.wraps(value)
         def checked(*args, **kwargs):
             out = value(*args, **kwargs)
-            items = out if isinstance(out, (list, tuple)) else (out,)
+            items = (out,) if isinstance(out, result_type) or not isinstance(out, (list, tuple)) else out
             if any(isinstance(item, result_type) for item in items):
                 env.counts["mismatch"] += 1
             return out

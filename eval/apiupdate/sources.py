@@ -9,8 +9,10 @@ Each becomes a `SourceProblem`: the prompt the model sees, one or more canonical
 - `apps`: `hub:codeparrot/apps` or a local .jsonl in its schema; function-style problems only
   (`fn_name` in `input_output`), at most 5 solutions each; the tests compare outputs as APPS's
   own harness does (a tuple as a list, or the output's first element);
-- `nonworkaround`: `eval/apiupdate/data/nonworkaround.jsonl`, problems written around APIs no
-  other code can stand in for.
+- `appendix_b`: `eval/apiupdate/data/appendix_b.jsonl`, the study's non-workaroundable set
+  (App. B: five APIs, one modification type each, one edit and two generalization problems);
+- `nonworkaround`: `eval/apiupdate/data/nonworkaround.jsonl`, our extended set of problems
+  written around APIs no other code can stand in for (eight APIs, two problems each).
 
 A row that cannot become a problem is returned as a drop reason, never an exception.
 """
@@ -31,8 +33,9 @@ from core.errors import UserError
 from core.hub import is_hub, load_hub_dataset
 
 DATA = Path(__file__).resolve().parent / "data"
-NONWORKAROUND = DATA / "nonworkaround.jsonl"
-SOURCES = ("humaneval", "mbpp", "apps", "nonworkaround")
+NONWORKAROUND = DATA / "nonworkaround.jsonl"  # ours: 8 APIs x 2 problems
+APPENDIX_B = DATA / "appendix_b.jsonl"  # the study's App. B: 5 APIs, one type each, 1 + 2 problems
+SOURCES = ("humaneval", "mbpp", "apps", "nonworkaround", "appendix_b")
 HUB_IDS = {"mbpp": ("hub:google-research-datasets/mbpp", "full"), "apps": ("hub:codeparrot/apps", "all")}
 # every split of each hub set: the study combines them all (App. A.2), split="all"
 HUB_SPLITS = {"mbpp": ("train", "validation", "test", "prompt"), "apps": ("train", "test")}
@@ -64,6 +67,8 @@ def load_source(name: str, path: str | None, split: str | None = None) -> Loaded
         return humaneval(path)
     if name == "nonworkaround":
         return humaneval_schema(Path(path) if path else NONWORKAROUND, "nonworkaround")
+    if name == "appendix_b":
+        return humaneval_schema(Path(path) if path else APPENDIX_B, "appendix_b")
     if name == "mbpp":
         return mbpp(_rows(name, path, split or "all"))
     if name == "apps":
@@ -127,7 +132,7 @@ def humaneval_schema(path: Path, source: str) -> Loaded:
             yield row_id, "duplicate_task_id"
             continue
         seen.add(row_id)
-        meta = {k: row[k] for k in ("api", "role") if k in row}
+        meta = {k: row[k] for k in ("api", "role", "type") if k in row}
         yield SourceProblem(
             task_id=row["task_id"],
             source=source,

@@ -24,7 +24,8 @@ def bench(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("bench")
     options = BuildOptions(
         types=("R1", "S4"),
-        nonworkaround=False,
+        types_per_api="all",
+        nonworkaround="none",
         targets={"reliability": 9, "generalization": 9, "specificity": 2},
     )
     with make_sandbox() as sandbox:
@@ -79,7 +80,7 @@ def test_single_resets_and_successive_accumulates_with_the_prompt_editor(bench, 
     single = _study(bench, tiny_model, tmp_path / "single", "editor=prompt", "regime=single")
     first, second = single["edits"]
     assert {first, second} == {"builtins.abs/R1", "builtins.abs/S4"}
-    notice = {"builtins.abs/R1": "renamed to `absolute`", "builtins.abs/S4": "returns a `AbsResult`"}
+    notice = {"builtins.abs/R1": "renamed to `absolute`", "builtins.abs/S4": "`abs` now returns a tuple"}
     for mod in (first, second):
         prompts = _prompts(tmp_path / "single", f"single@{mod}")
         assert prompts and all(notice[mod] in p for p in prompts)

@@ -71,7 +71,8 @@ def built(tmp_path_factory, sandbox) -> Path:
     out = tmp_path_factory.mktemp("apiupdate")
     options = BuildOptions(
         types=("R1", "S4"),
-        nonworkaround=False,
+        types_per_api="all",
+        nonworkaround="none",
         targets={"reliability": 9, "generalization": 9, "specificity": 2},
     )
     write(build("humaneval", str(_source(out / "source.jsonl")), sandbox, options), out)
@@ -172,7 +173,7 @@ def test_the_real_stdlib_is_never_patched(sandbox):
     mod = _mod("math.sqrt", "S4")
     code = (
         "import math, builtins\nmath.sqrt = None\nbuiltins.len = None\n"
-        "def f(x):\n    return math.sqrt(x).value\n"
+        "def f(x):\n    return math.sqrt(x)[0]\n"
     )
     tests = "import math\nassert f(9) == 3.0\nassert math.sqrt(16) == 4.0 and len([1]) == 1\n"
     (outcome, passed), _ = _run(sandbox, code.replace("math.sqrt = None\n", ""), mod, tests)
@@ -358,6 +359,24 @@ def test_the_study_report_means_per_model_values(tmp_path):
 def test_indirect_routes_to_a_removed_api_are_counted_as_old_use(sandbox, route):
     (outcome, passed), report = _run(sandbox, f"def f(xs):\n    {route}\n", _mod("builtins.abs", "R1"), TESTS)
     assert not passed and outcome == "old_api" and report["counts"]["old"] >= 1, report
+
+
+@pytest.mark.parametrize(
+    ("form", "body", "expected"),
+    [
+        ("tuple", "return abs(xs[0])[0] + abs(xs[1])[0]", "adoption"),
+        ("tuple", "(a,), (b,) = abs(xs[0]), abs(xs[1])\n    return a + b", "adoption"),
+        ("tuple", "return abs(xs[0]) + abs(xs[1])", "return_type_mismatch"),
+        ("tuple", "return len(abs(xs[0])) + 3", "return_type_mismatch"),
+        ("tuple", "return abs(xs[0]).value + abs(xs[1]).value", "return_type_mismatch"),
+        ("value", "return abs(xs[0]).value + abs(xs[1]).value", "adoption"),
+        ("value", "return abs(xs[0])[0] + abs(xs[1])[0]", "return_type_mismatch"),
+    ],
+)
+def test_s4_returns_a_tuple_read_through_its_first_item_or_our_value_object(sandbox, form, body, expected):
+    mod = next(m for m in modifications("builtins.abs", form) if m.type == "S4")
+    (outcome, passed), _ = _run(sandbox, f"def f(xs):\n    {body}\n", mod, TESTS)
+    assert (outcome, passed) == (expected, expected == "adoption")
 
 
 def test_an_s4_result_returned_to_the_tests_is_a_mismatch(sandbox):
