@@ -15,22 +15,31 @@ from typing import Any
 PARTS = frozenset({"S_name", "S_sig", "E", "M_prose", "M_code"})
 MASK = "<API>"
 
+_S = frozenset({"S_name", "S_sig"})
+# The study's twelve cells (App. E.1): specification (name; name + signature), examples,
+# mechanism prose and source code ablated apart. M is the prose alone; code is `M_code`.
 CELL_PRESETS: dict[str, frozenset[str]] = {
     "baseline": frozenset(),
     "name-only": frozenset({"S_name"}),
-    "S": frozenset({"S_name", "S_sig"}),
+    "S": _S,
     "E": frozenset({"E"}),
-    "M": frozenset({"M_prose", "M_code"}),
-    "S+E": frozenset({"S_name", "S_sig", "E"}),
-    "S+M": frozenset({"S_name", "S_sig", "M_prose", "M_code"}),
-    "E+M": frozenset({"E", "M_prose", "M_code"}),
+    "M": frozenset({"M_prose"}),
+    "M_code": frozenset({"M_code"}),
+    "S+E": _S | {"E"},
+    "S+M": _S | {"M_prose"},
+    "E+M": frozenset({"E", "M_prose"}),
     "Full": PARTS,
+    "S+E+M_code": _S | {"E", "M_code"},
+    "S+M_code": _S | {"M_code"},
 }
+# The study's own names of the three cells outside its main text (App. E.1).
+PAPER_NAMES = {"k1a_only": "name-only", "k1a_k1b_k2_mcode": "S+E+M_code", "k1_full_mcode": "S+M_code"}
 
 
 def cell_parts(cell: str) -> frozenset[str]:
     """The parts of a cell: a preset's name (`CELL_PRESETS`), or parts joined by "+"
     (``S_name+S_sig+M_prose``, ``E+M_code``); ValueError naming the choices otherwise."""
+    cell = PAPER_NAMES.get(cell, cell)
     if cell in CELL_PRESETS:
         return CELL_PRESETS[cell]
     parts = frozenset(p.strip() for p in cell.split("+"))

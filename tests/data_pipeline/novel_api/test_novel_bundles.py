@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from core.knowledge import CELL_PRESETS, render_knowledge
+from core.knowledge import CELL_PRESETS, cell_parts, render_knowledge
 from data_pipeline.novel_api.bundles import build_bundles, make_spec
 from data_pipeline.novel_api.docsnippets import find_examples
 
@@ -437,8 +437,8 @@ def test_render_each_part():
     assert render_knowledge(BUNDLE, {"E"}) == (
         "Examples:\n```python\nfrom novlib import add\nadd(1)\n```\nOutput:\n```\n3\n```"
     )
-    assert render_knowledge(BUNDLE, CELL_PRESETS["M"]) == (
-        "How it works:\nAdd two numbers; add is fast.\n\n"
+    assert render_knowledge(BUNDLE, CELL_PRESETS["M"]) == "How it works:\nAdd two numbers; add is fast."
+    assert render_knowledge(BUNDLE, CELL_PRESETS["M_code"]) == (
         "Source:\n```python\ndef add(a: int, b: int = 2) -> int:\n    return a + b\n```"
     )
     wrapped = {"name": "a", "type": None, "default": None, "description": "One.\nTwo."}
@@ -449,6 +449,17 @@ def test_render_each_part():
     assert [full.index(h) for h in order] == sorted(full.index(h) for h in order)
     with pytest.raises(ValueError, match="unknown knowledge parts"):
         render_knowledge(BUNDLE, {"S"})
+
+
+def test_the_studys_twelve_cells_ablate_prose_and_source_apart():
+    assert len(CELL_PRESETS) == 12
+    assert cell_parts("S+M") == {"S_name", "S_sig", "M_prose"}
+    assert cell_parts("k1_full_mcode") == cell_parts("S+M_code") == {"S_name", "S_sig", "M_code"}
+    assert cell_parts("k1a_k1b_k2_mcode") == {"S_name", "S_sig", "E", "M_code"}
+    assert cell_parts("k1a_only") == {"S_name"}
+    assert cell_parts("Full") == {"S_name", "S_sig", "E", "M_prose", "M_code"}
+    with pytest.raises(ValueError, match="a preset"):
+        cell_parts("S+X")
 
 
 def test_render_stripped_masks_every_name():
