@@ -4,10 +4,14 @@ regimes write results.json and the study's report; single resets, successive acc
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
+from conftest import REPO
 from test_apiupdate_eval import SOURCE, _source
 
 from core.entry import validate_overrides
@@ -182,3 +186,31 @@ def test_the_non_workaroundable_rows_are_exempt_from_the_pre_edit_filter(tiny_mo
     run(validate_overrides(APP, overrides), {})
     result = json.loads((tmp_path / "out" / "results.json").read_text())
     assert result["after"]["nonworkaround"]["samples"] > 0, result["after"].keys()
+
+
+def test_the_papers_tables_regenerate_from_finished_runs(bench, tiny_model, tmp_path):
+    """`python -m eval.tables apiupdate RUN...`: Tables 4-7 and 9-14 from the study's own runs."""
+    runs = []
+    for regime in ("single", "successive"):
+        for editor in ("prompt", "lora"):
+            out = tmp_path / f"{editor}-{regime}"
+            options = ["editor.options.steps=1"] if editor == "lora" else []
+            _study(bench, tiny_model, out, f"editor={editor}", f"regime={regime}", *options)
+            runs.append(str(out))
+    done = subprocess.run(
+        [sys.executable, "-m", "eval.tables", "apiupdate", *runs],
+        cwd=REPO, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    for heading in ("Table 4:", "Table 5:", "Table 6:", "Table 7:", "Table 9:", "Table 12:"):
+        assert f"## {heading}" in text, heading
+    assert "| pre-edit |" in text and "| prompt |" in text and "| lora |" in text
+    assert "tiny Gen. C@2" in text and "Gen. ΔP (avg)" in text
+    for folder in runs:  # every column traces to its run
+        assert f"| {folder} |" in text
+    missing = subprocess.run(
+        [sys.executable, "-m", "eval.tables", "apiupdate", str(tmp_path / "nowhere")],
+        cwd=REPO, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert missing.returncode == 2 and "eval.apiupdate_edit" in missing.stderr

@@ -136,6 +136,14 @@ def test_tiny_lora_then_every_cell_evaluated(built, tmp_path):
     report = (out / "report.md").read_text()
     assert "| Full |" in report and "## Failure classes" in report
     assert (out / "failure_classes.png").stat().st_size > 1000
+    done = subprocess.run(  # the paper's layouts regenerated from this run
+        [sys.executable, "-m", "eval.tables", "novelapi", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for heading in ("Companion metrics per cell", "Pooled pass@1 per cell and model", "Failure-class stack"):
+        assert heading in done.stdout
+    assert "| S+M_code |" in done.stdout and f"| {out} |" in done.stdout and "WrongImport" in done.stdout
 
 
 def test_a_real_library_from_the_registry(tmp_path):
