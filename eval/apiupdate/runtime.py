@@ -126,7 +126,8 @@ class Environment:
         )
         self.signature = _signature(spec["signature"])
         self.old_signature = _signature(spec.get("old_signature") or spec["signature"])
-        real_module = sys.modules.get(self.module_name) or _REAL_IMPORT(self.module_name)
+        # import_module, not __import__: `__import__("torch.cuda")` returns torch itself
+        real_module = sys.modules.get(self.module_name) or importlib.import_module(self.module_name)
         self.original = getattr(real_module, self.name)
         self.result_type = self._result_type() if self.kind == "S4" else None
         self.proxies = {}  # id(real module) -> proxy
@@ -275,7 +276,7 @@ class Environment:
         child = None
         for depth in range(len(parts), 0, -1):
             name = ".".join(parts[:depth])
-            real = real_module if depth == len(parts) else sys.modules.get(name) or _REAL_IMPORT(name)
+            real = real_module if depth == len(parts) else sys.modules.get(name) or importlib.import_module(name)
             proxy = types.ModuleType(real.__name__, getattr(real, "__doc__", None))
             proxy.__dict__.update(vars(real))
             if child is not None:

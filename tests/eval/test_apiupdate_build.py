@@ -94,6 +94,47 @@ def test_the_unmodified_canonical_solution_scores_as_its_type_says(humaneval, sa
         assert set(seen[kind]) <= expected[kind], (kind, seen[kind])
 
 
+def test_each_api_has_one_type_and_no_edit_problem_is_one_of_its_test_problems(humaneval):
+    """App. A.2: one modification per API; an API's reliability and generalization problems disjoint."""
+    edit_rows = [r for r in humaneval.rows if r["split"] in ("reliability", "generalization")]
+    types: dict[str, set[str]] = {}
+    tasks: dict[tuple[str, str], set[str]] = {}
+    for r in edit_rows:
+        types.setdefault(r["api"], set()).add(r["type"])
+        tasks.setdefault((r["api"], r["split"]), set()).add(r["task_id"])
+    assert len(types) >= 15 and all(len(t) == 1 for t in types.values()), types
+    for api in types:
+        assert not tasks.get((api, "reliability"), set()) & tasks.get((api, "generalization"), set()), api
+    assert humaneval.manifest["types_per_api"] == "one"
+    assert humaneval.manifest["dropped"]["pairs"]["other_type_of_api"] > 0
+    assert humaneval.manifest["distinct_synthetic_apis"] == humaneval.manifest["distinct_modified_apis"]
+
+
+def test_every_type_per_api_is_our_option_with_problems_still_disjoint_per_api(sandbox):
+    options = BuildOptions(
+        types_per_api="all", targets={"reliability": 500, "generalization": 1000, "specificity": 5}, limit=40
+    )
+    result = build("humaneval", None, sandbox, options)
+    edit_rows = [r for r in result.rows if r["split"] in ("reliability", "generalization")]
+    types: dict[str, set[str]] = {}
+    tasks: dict[tuple[str, str], set[str]] = {}
+    for r in edit_rows:
+        types.setdefault(r["api"], set()).add(r["type"])
+        tasks.setdefault((r["api"], r["split"]), set()).add(r["task_id"])
+    assert max(len(t) for t in types.values()) >= 3
+    for api in types:
+        assert not tasks.get((api, "reliability"), set()) & tasks.get((api, "generalization"), set()), api
+
+
+def test_s4_reads_the_first_item_of_a_tuple_as_the_study_or_value_as_ours(humaneval):
+    s4 = [r for r in humaneval.rows if r["type"] == "S4" and r["split"] != "specificity"]
+    assert s4 and all("[0]" in r["reference"] and ".value" not in r["reference"] for r in s4)
+    mod = Modification.from_spec(s4[0]["modification"])
+    assert mod.result_form == "tuple" and "returns a tuple" in mod.notice
+    legacy = {k: v for k, v in s4[0]["modification"].items() if k != "result_form"}
+    assert Modification.from_spec(legacy).result_read == ".value"  # benchmarks built before the tuple form
+
+
 def test_splits_are_seeded_and_disjoint_per_modified_api(sandbox):
     options = BuildOptions(
         seed=3, targets={"reliability": 500, "generalization": 1000, "specificity": 20}, limit=30
@@ -124,19 +165,39 @@ def test_downsampling_keeps_at_least_two_problems_per_api(sandbox):
         for r in result.rows
         if r["split"] in ("reliability", "generalization") and r["source"] == "humaneval"
     ]
-    counts = Counter((r["api"], r["type"]) for r in edits)
+    counts = Counter(r["api"] for r in edits)
     assert min(counts.values()) >= 2
     assert result.manifest["dropped"]["pairs"]["downsampled_generalization"] > 0
 
 
-def test_non_workaroundable_fixtures_become_their_own_split(humaneval):
-    rows = [r for r in humaneval.rows if r["split"] == "nonworkaround"]
+APPENDIX_B = {
+    "os.getpid": "R1",
+    "torch.cuda.device_count": "S1",
+    "sqlite3.connect": "S2",
+    "shutil.move": "S3",
+    "sys.getrecursionlimit": "S4",
+}
+
+
+def test_appendix_b_set_is_built_with_one_type_per_api_and_one_edit_plus_two_test_problems(humaneval):
+    rows = [r for r in humaneval.rows if r["source"] == "appendix_b"]
+    assert {(r["api"], r["type"]) for r in rows} == set(APPENDIX_B.items())
+    per_api = Counter((r["api"], r["split"]) for r in rows)
+    for api in APPENDIX_B:
+        assert per_api[(api, "reliability")] == 1 and per_api[(api, "nonworkaround")] == 2, api
+    assert not any(k.startswith("nonworkaround_") and v for k, v in humaneval.manifest["dropped"].items())
+
+
+def test_our_extended_non_workaroundable_set_is_an_option(sandbox):
+    options = BuildOptions(
+        nonworkaround="extended", targets={"reliability": 1, "generalization": 2, "specificity": 1}, limit=3
+    )
+    result = build("humaneval", None, sandbox, options)
+    rows = [r for r in result.rows if r["split"] == "nonworkaround"]
     apis = {r["api"] for r in rows}
     assert {"os.getpid", "sqlite3.connect", "shutil.move", "sys.getrecursionlimit", "os.cpu_count"} <= apis
     assert all(r["source"] == "nonworkaround" for r in rows)
-    edits = {
-        r["api"] for r in humaneval.rows if r["split"] == "reliability" and r["source"] == "nonworkaround"
-    }
+    edits = {r["api"] for r in result.rows if r["split"] == "reliability" and r["source"] == "nonworkaround"}
     assert edits == apis  # each API's edit example comes from its other fixture
 
 
@@ -155,7 +216,7 @@ def test_bad_rows_are_counted_not_fatal(tmp_path, sandbox):
         json.dumps({"task_id": "x"}),
     ]
     path.write_text("\n".join(lines) + "\n")
-    result = build("humaneval", str(path), sandbox, BuildOptions(min_problems=1, nonworkaround=False))
+    result = build("humaneval", str(path), sandbox, BuildOptions(min_problems=1, nonworkaround="none"))
     dropped = result.manifest["dropped"]["problems"]
     assert dropped == {"canonical_does_not_parse": 1, "canonical_fails": 1, "malformed_row": 2}
     assert (
@@ -174,7 +235,8 @@ def test_a_modification_that_cannot_be_applied_is_counted(tmp_path, sandbox):
     }
     path = tmp_path / "src.jsonl"
     path.write_text(json.dumps(row) + "\n")
-    result = build("humaneval", str(path), sandbox, BuildOptions(min_problems=1, nonworkaround=False))
+    options = BuildOptions(min_problems=1, nonworkaround="none", types_per_api="all")
+    result = build("humaneval", str(path), sandbox, options)
     assert result.manifest["dropped"]["pairs"]["unrewritable"] >= 1  # S3 cannot swap *args
     assert {r["type"] for r in result.rows if r["api"] == "builtins.filter"} == {"R1", "S1", "S2", "S4"}
 
@@ -184,7 +246,7 @@ def test_mbpp_and_apps_schemas_load_through_the_same_loader(sandbox):
         "mbpp",
         str(FIXTURES / "mbpp_sample.jsonl"),
         sandbox,
-        BuildOptions(min_problems=1, nonworkaround=False),
+        BuildOptions(min_problems=1, nonworkaround="none"),
     )
     assert mbpp.manifest["verified_problems"] == 3
     assert mbpp.manifest["dropped"]["problems"] == {"uses_print": 1, "third_party_import": 1}
@@ -193,7 +255,7 @@ def test_mbpp_and_apps_schemas_load_through_the_same_loader(sandbox):
         "apps",
         str(FIXTURES / "apps_sample.jsonl"),
         sandbox,
-        BuildOptions(min_problems=1, nonworkaround=False),
+        BuildOptions(min_problems=1, nonworkaround="none"),
     )
     assert apps.manifest["dropped"]["problems"] == {"not_function_style": 1}
     assert apps.manifest["verified_problems"] == 2
