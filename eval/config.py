@@ -38,12 +38,15 @@ class EvalModelConfig(ModelConfig):
 
     def label(self) -> str:
         """The name reports and tables use: `name` when set, else the model path's last part (its
-        parent's too for a `checkpoint-N` folder), so two models are never both "model"."""
+        parent's too for a `checkpoint-N` folder, and the parent alone for training's `final`), so
+        two models are never both "model"."""
         if self.name != "model" or not self.path:
             return self.name
         parts = [p for p in str(self.path).rstrip("/").replace("\\", "/").split("/") if p]
         if len(parts) >= 2 and parts[-1].startswith(("checkpoint-", "step-", "global_step")):
             return f"{parts[-2]}/{parts[-1]}"
+        if len(parts) >= 2 and parts[-1] == "final":  # train/sft.py saves runs/<name>/final
+            return parts[-2]
         return parts[-1] if parts else self.name
 
 

@@ -13,6 +13,7 @@ from eval.config import EvalModelConfig
         ("model", "deepseek-ai/deepseek-coder-6.7b-instruct", "deepseek-coder-6.7b-instruct"),
         ("model", "/runs/editcoder-6.7b/", "editcoder-6.7b"),
         ("model", "/runs/editcoder-6.7b/checkpoint-500", "editcoder-6.7b/checkpoint-500"),
+        ("model", "runs/tiny/final", "tiny"),
         ("mine", "/runs/editcoder-6.7b", "mine"),
         ("reference", None, "reference"),
         ("model", None, "model"),
