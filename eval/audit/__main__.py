@@ -16,6 +16,7 @@ from typing import Any
 from core.config import register_schema
 from core.entry import App, run_app
 from core.errors import ConfigError
+from eval.audit.classify import ClassifierConfig
 from eval.benchmarks import get_kind, options_of
 from eval.config import SandboxConfig
 
@@ -41,6 +42,8 @@ class AuditConfig:
     model_results: list[str] = field(default_factory=list)
     seed: int = 0
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    # RQ1 labels: the deterministic rules, or with classifier.model a served model (see classify.py)
+    classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
 
     def validate(self) -> None:
         self.benchmark = options_of(self.benchmark)
@@ -53,6 +56,7 @@ class AuditConfig:
             raise ConfigError("repeats must be >= 1")
         if self.mutation.per_region < 1 or self.mutation.timeout_factor <= 0:
             raise ConfigError("mutation.per_region must be >= 1 and mutation.timeout_factor > 0")
+        self.classifier.validate()
 
 
 register_schema("audit_schema", AuditConfig)
@@ -92,6 +96,7 @@ def run(cfg: AuditConfig, resolved: dict[str, Any]) -> None:
         scope=cfg.scope,
         model_results=list(cfg.model_results),
         seed=cfg.seed,
+        classifier=cfg.classifier,
     )
     s = cfg.sandbox
     with make_sandbox(s.backend, limits=s.limits, workers=s.workers, strict=s.strict) as sandbox:

@@ -1,5 +1,6 @@
-"""One benchmark audit, top to bottom: validity, density, coverage, preservation, scope,
-independence, distributions, and (with model results) the problems no model solves.
+"""One benchmark audit, top to bottom: the RQ1 labels (language, intent, domain, AI/ML subcategory),
+validity, density, coverage, preservation, scope, independence, distributions, and (with model
+results) the problems no model solves.
 
 `run_audit` returns the audit as a dict (`audit.json`): `totals` and one row per problem with at
 least `id`, `language`, `pass_after`, `fail_before`, and the figures of each check. Each check
@@ -11,7 +12,6 @@ from __future__ import annotations
 import logging
 import statistics
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +23,8 @@ from core.sandbox import SandboxLimits
 from core.sandbox.declared import imported_roots
 from eval.audit import density as density_mod
 from eval.audit import distributions, independence, linecoverage, mutation, scope, unsolved, validity
-from eval.audit.report import EMERGING
+from eval.audit.classify import ClassifierConfig, classify
+from eval.audit.labels import EMERGING
 
 log = logging.getLogger("eval.audit")
 
@@ -37,6 +38,10 @@ class AuditOptions:
     scope: bool = True
     model_results: list[str] = field(default_factory=list)
     seed: int = 0
+    classifier: ClassifierConfig | None = None  # None or no model: the deterministic rules
+
+
+_TOTALS = ("languages", "intents", "domains", "ai_subcategories")
 
 
 def _median(values: Sequence[float]) -> float | None:
@@ -67,6 +72,8 @@ def run_audit(
         return result
 
     every = list(problems)
+    # first: a served classifier that cannot be reached stops the audit before the sandbox work
+    labels, classified = step("classify", lambda: classify(every, options.classifier))
     # A benchmark whose problems need what this machine lacks (EDIT-Bench's pytest/jest folders)
     # gets the checks that need no run; the rest are reported as not run, never guessed.
     problems = [p for p in every if not p.not_runnable]
@@ -95,7 +102,7 @@ def run_audit(
     table1 = distributions.table1(every)
     rows = []
     for p in every:
-        row: dict[str, Any] = {"id": p.id, "name": p.name, "language": p.language}
+        row: dict[str, Any] = {"id": p.id, "name": p.name, "language": p.language, **labels[p.id].as_row()}
         if p.id not in checks:
             row.update(pass_after=None, fail_before=None, flaky=None, not_runnable=list(p.not_runnable))
             row.update(densities[p.id])
@@ -117,9 +124,13 @@ def run_audit(
         "independence": shared,
         "distributions": table1,
         "totals": _totals(rows, shared),
-        # D3 and D6 of the desiderata: edit-intent labels where problems carry them, and problems
-        # that use an LLM SDK or agent framework
-        "intents": dict(Counter(str(p.taxonomy["intent"]) for p in every if p.taxonomy.get("intent"))),
+        # RQ1 (D2, D3): the classifier's totals and where its labels come from; D6: problems that use
+        # an LLM SDK or agent framework
+        "classifier": {k: v for k, v in classified.items() if k not in _TOTALS},
+        "languages": classified["languages"],
+        "intents": classified["intents"],
+        "domains": classified["domains"],
+        "ai_subcategories": classified["ai_subcategories"],
         "emerging": sum(bool(imported_roots(p.before, p.after) & EMERGING) for p in every),
     }
     if options.model_results:

@@ -1,4 +1,5 @@
-"""report.md of an audit: each figure beside the published audit's, then the six desiderata.
+"""report.md of an audit: each figure beside the published audit's, its RQ1 comparison (Table 1 and
+Figures 1-2: languages, intents, domains, AI/ML subcategories), then the six desiderata.
 
 The published figures come from the audit of instructed code-editing benchmarks (CanItEdit and
 EDIT-Bench): test counts, whole-file and diff-region coverage, suites below 75 %, low-coverage
@@ -11,7 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from eval.audit import labels as L
+from eval.audit import rq1
+from eval.audit.classify import describe
 from eval.audit.distributions import render_table1
+from eval.audit.labels import EMERGING, MAINTENANCE_INTENTS
+
+__all__ = ["EMERGING", "MAINTENANCE_INTENTS", "PUBLISHED", "plot", "render"]
 
 # figure -> (CanItEdit, EDIT-Bench) as published (the audit's RQ2; "—": not reported). Coverage
 # figures are over EDIT-Bench's 91 executable problems; the audit reports no diff-region view for
@@ -104,6 +111,12 @@ def render(audit: dict[str, Any], plots: list[str]) -> str:
         "pipeline's MinHash, threshold calibrated on a hand-labelled sample; see `eval/audit/independence.py`).",
         f"- groups of problems with identical instructions: {t['identical_instruction_groups']}.",
         "",
+        "## Table 1: representativeness (the published audit's RQ1)",
+        "",
+        "Languages, edit intents (the paper's Figure 1), application domains (Figure 2) and AI/ML "
+        "subcategories (Table 1), beside the paper's benchmarks and its real-world references.",
+        "",
+        rq1.render([("This benchmark", audit)]),
         "## Distributions (CanItEdit's Table 1)",
         "",
         render_table1(audit["distributions"]),
@@ -129,15 +142,6 @@ def render(audit: dict[str, Any], plots: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-# LLM SDKs and agent frameworks: a problem that imports one belongs to D6's emerging paradigms
-EMERGING = frozenset(
-    {"openai", "anthropic", "langchain", "langchain_core", "langgraph", "llama_index", "litellm", "autogen",
-     "crewai", "dspy", "guidance", "semantic_kernel", "haystack", "mcp"}
-)  # fmt: skip
-# edit intents D3 asks for (the audit's RQ1 categories of real pull requests)
-MAINTENANCE_INTENTS = frozenset({"docs", "test", "chore", "build", "ci"})
-
-
 def _desiderata(audit: dict[str, Any]) -> list[str]:
     """The published audit's six desiderata (D1-D6) as it states them, each decided from what the
     audit measured where that is possible offline, and saying so where it is not; then the
@@ -148,26 +152,13 @@ def _desiderata(audit: dict[str, Any]) -> list[str]:
     languages = t["languages"]
     top_language, top_count = max(languages.items(), key=lambda kv: kv[1]) if languages else ("-", 0)
     d1 = len(languages) >= 6 and top_count <= 0.3 * total
-    intents = audit.get("intents") or {}
     emerging = audit.get("emerging", 0)
     lines = [
         f"- {mark(d1)} **D1 languages in proportion to ecosystem usage** (six languages cover 80% of new "
         f"repositories; none above 30% of activity): {len(languages)} language(s), {top_language} "
         f"{100 * top_count / max(total, 1):.0f}% of the problems.",
-        "- [ ] **D2 domains anchored to real editing workloads**: not decided here; it needs each problem's "
-        "domain (the audit's RQ1 classification), which the problems do not carry.",
     ]
-    if intents:
-        maintenance = sum(c for k, c in intents.items() if k in MAINTENANCE_INTENTS)
-        lines.append(
-            f"- {mark(maintenance > 0)} **D3 maintenance, documentation and testing edits**: {maintenance} of "
-            f"{total} problems labelled docs/test/chore/build/ci."
-        )
-    else:
-        lines.append(
-            "- [ ] **D3 maintenance, documentation and testing edits**: not decided here; the problems carry no "
-            "edit-intent labels."
-        )
+    lines += _d2_d3(audit, total)
     if n == 0:
         lines.append(
             "- [ ] **D4 preservation of existing behaviour**: no problem could run here (see audit.json)."
@@ -210,6 +201,45 @@ def _desiderata(audit: dict[str, Any]) -> list[str]:
         "never-run lines counted as surviving): "
         f"{_f(t['kill_rate_outside'], '%')}.",
     ]
+
+
+def _d2_d3(audit: dict[str, Any], total: int) -> list[str]:
+    """D2 and D3, decided from the RQ1 labels (the classifier's, or labels the problems carry), saying
+    where the labels come from; an audit without labels leaves them undecided."""
+    mark = lambda ok: "[x]" if ok else "[ ]"  # noqa: E731
+    source = describe(audit["classifier"]) if "classifier" in audit else "labels the problems carry"
+    source = source[:1].upper() + source[1:]
+    lines = []
+    domains = audit.get("domains") or {}
+    if domains and total:
+        share = {d: 100 * domains.get(d, 0) / total for d in L.DOMAIN_SHARES}
+        off = [d for d, ref in L.DOMAIN_SHARES.items() if not ref / 2 <= share[d] <= 2 * ref]
+        top = max(share, key=lambda d: share[d] / L.DOMAIN_SHARES[d])
+        lines.append(
+            f"- {mark(not off)} **D2 domains anchored to real editing workloads** (the project's cut: each of "
+            "Copilot Arena's six stated domain shares met within a factor of two): backend + frontend "
+            f"{share[L.BACKEND] + share[L.FRONTEND]:.1f}% (46% in Copilot Arena); most over-represented: {top} "
+            f"{share[top]:.1f}% ({L.DOMAIN_SHARES[top]:.0f}%); outside the cut: {len(off)} of 6. {source}."
+        )
+    else:
+        lines.append(
+            "- [ ] **D2 domains anchored to real editing workloads**: not decided here; the audit has no domain "
+            "labels (the RQ1 classification)."
+        )
+    intents = audit.get("intents") or {}
+    if intents:
+        maintenance = sum(c for k, c in intents.items() if k in MAINTENANCE_INTENTS)
+        lines.append(
+            f"- {mark(maintenance > 0)} **D3 maintenance, documentation and testing edits**: {maintenance} of "
+            f"{total} problems labelled docs/test/chore/build/ci ({100 * maintenance / max(total, 1):.1f}%; docs, "
+            f"chore, build and ci are 31.4% of human PRs in AIDev). {source}."
+        )
+    else:
+        lines.append(
+            "- [ ] **D3 maintenance, documentation and testing edits**: not decided here; the audit has no "
+            "edit-intent labels."
+        )
+    return lines
 
 
 def _histogram(
