@@ -34,6 +34,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tqdm.auto import tqdm
+
 from core.sandbox import Sandbox, SandboxLimits
 from core.sandbox.declared import unverified_flags
 from eval.apiupdate.apis import STDLIB, api_calls, roots_of
@@ -150,7 +152,13 @@ class Builder:
                 owners.append((i, program))
         # the datasets' own solutions and tests: one that needs numpy runs in the declared unverified mode
         unverified = unverified_flags(self.sandbox, jobs)
-        results = self.sandbox.run_many(jobs, limits=self.limits, unverified=unverified) if jobs else []
+        results = _chunked(
+            "verifying",
+            list(range(len(jobs))),
+            lambda ids: self.sandbox.run_many(
+                [jobs[i] for i in ids], limits=self.limits, unverified=[unverified[i] for i in ids]
+            ),
+        )
         self.progress("verify", len(jobs))
         passing: dict[int, list[str]] = defaultdict(list)
         for (i, program), result in zip(owners, results, strict=True):
@@ -218,7 +226,7 @@ class Builder:
             jobs.append(
                 EnforcedJob(pair.program, pair.modification, pair.problem.tests, pair.problem.entry_point, n)
             )
-        outcomes = run_enforced(self.sandbox, jobs, self.limits) if jobs else []
+        outcomes = _chunked("modifying", jobs, lambda chunk: run_enforced(self.sandbox, chunk, self.limits))
         self.progress("modify", len(jobs))
         kept = []
         for k, pair in enumerate(candidates):
@@ -329,7 +337,7 @@ class Builder:
             )
             for p in chosen
         ]
-        outcomes = run_enforced(self.sandbox, jobs, self.limits) if jobs else []
+        outcomes = _chunked("specificity", jobs, lambda chunk: run_enforced(self.sandbox, chunk, self.limits))
         self.progress("specificity", len(jobs))
         kept = []
         for pair, outcome in zip(chosen, outcomes, strict=True):
@@ -338,6 +346,21 @@ class Builder:
             else:
                 self.dropped["pairs"][f"specificity_{outcome.outcome}"] += 1
         return kept
+
+
+CHUNK = 256  # sandbox runs per call: big enough to keep every worker busy, small enough to show progress
+
+
+def _chunked(desc: str, items: list, run: Callable[[list], list]) -> list:
+    """`run` over `items` chunk by chunk under a progress bar: an APPS build runs tens of
+    thousands of programs."""
+    out: list = []
+    with tqdm(total=len(items), desc=desc, unit="run", disable=not items) as bar:
+        for start in range(0, len(items), CHUNK):
+            chunk = items[start : start + CHUNK]
+            out.extend(run(chunk))
+            bar.update(len(chunk))
+    return out
 
 
 def _problems(pairs: list[Pair]) -> int:
