@@ -20,6 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from tqdm.auto import tqdm
+
 from core.errors import ConfigError, UserError
 from core.openai_client import EndpointConfig, EndpointError, OpenAIClient
 from core.problems import Problem
@@ -122,8 +124,10 @@ def classify(
                     "classifier.model to label with the deterministic rules"
                 ) from err
 
-        with ThreadPoolExecutor(max_workers=config.concurrency) as pool:
-            answers = list(pool.map(one, problems))
+        with ThreadPoolExecutor(max_workers=config.concurrency) as pool:  # three questions per problem
+            answers = list(
+                tqdm(pool.map(one, problems), total=len(problems), desc="classifying", unit="problem")
+            )
         labels = {p.id: _labels(found) for p, (found, _) in zip(problems, answers, strict=True)}
         fell_back = {p.id: bad for p, (_, bad) in zip(problems, answers, strict=True) if bad}
         summary.update(
