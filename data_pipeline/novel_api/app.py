@@ -129,6 +129,41 @@ def run(cfg: NovelAPIConfig, resolved: dict[str, Any]) -> None:
     for stage in order:
         summary = STEPS[stage](cfg, out)
         log.info("%s: %s (%.0f s)", stage, json.dumps(summary), time.monotonic() - started)
+        empty = empty_output(stage, summary)
+        if empty and cfg.stage == "all" and stage != "corpus":  # no task can come out of the stages after
+            raise UserError(f"{empty}; no task can survive, so the run stops here (see {out})")
+        if empty:
+            log.warning("%s", empty)
+
+
+# What each stage makes, where its manifest counts it, and where its drop reasons are.
+OUTPUTS = {
+    "discover": (
+        "kept APIs",
+        lambda s: s["kept"],
+        lambda s: {**s["filtered"], "install_errors": s.get("install_errors", 0)},
+    ),
+    "bundles": ("bundles", lambda s: s["kept"], lambda s: s["dropped"]),
+    "tasks": ("tasks", lambda s: s["tasks"], lambda s: s["dropped"]),
+    "validate": ("validated tasks", lambda s: s["kept"], lambda s: s["dropped"]),
+}
+
+
+def empty_output(stage: str, summary: dict[str, Any]) -> str | None:
+    """One line when `stage` made nothing, with its top drop reasons; None otherwise."""
+    if stage not in OUTPUTS:
+        return None
+    what, made, dropped = OUTPUTS[stage]
+    if made(summary):
+        return None
+    if stage == "discover" and not summary["candidates"]:
+        return (
+            f"discover: no kept APIs: the new version has no public API the old one lacked "
+            f"({summary['new_apis']} public APIs, {summary['old_apis']} before); pick versions further apart"
+        )
+    reasons = sorted(((n, r) for r, n in dropped(summary).items() if n), reverse=True)[:3]
+    why = ", ".join(f"{r} {n}" for n, r in reasons) or "no input"
+    return f"{stage}: no {what} (top drop reasons: {why})"
 
 
 def _discover(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
@@ -235,7 +270,10 @@ def _corpus(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
     raft = RAFTConfig(
         distractors=c.distractors, oracle_fraction=c.oracle_fraction, negatives=c.negatives, seed=c.seed
     )
-    return build_corpora(out, list(c.kinds), tasks, bundles, c.seed, raft, c.sft_cell)
+    try:
+        return build_corpora(out, list(c.kinds), tasks, bundles, c.seed, raft, c.sft_cell)
+    except ValueError as err:  # RAFT: fewer distinct bundles than distractors
+        raise UserError(str(err)) from None
 
 
 def _split(tasks: list[dict], cfg: NovelAPIConfig) -> list[dict]:

@@ -43,11 +43,13 @@ class RAFTConfig:
 
     def __post_init__(self) -> None:
         if self.distractors < 0:
-            raise ConfigError(f"raft.distractors must be >= 0, got {self.distractors}")
+            raise ConfigError(f"corpus.distractors must be >= 0, got {self.distractors}")
         if not 0.0 <= self.oracle_fraction <= 1.0:
-            raise ConfigError(f"raft.oracle_fraction must be in [0, 1], got {self.oracle_fraction}")
+            raise ConfigError(f"corpus.oracle_fraction must be in [0, 1], got {self.oracle_fraction}")
         if self.negatives not in NEGATIVES:
-            raise ConfigError(f"raft.negatives must be one of {', '.join(NEGATIVES)}, got {self.negatives!r}")
+            raise ConfigError(
+                f"corpus.negatives must be one of {', '.join(NEGATIVES)}, got {self.negatives!r}"
+            )
 
 
 class DocumentPool:
@@ -69,7 +71,7 @@ class DocumentPool:
         if available < needed:
             raise ValueError(
                 f"RAFT needs {needed} distractors with distinct texts for {oracle_id!r} but the bundles "
-                f"have {available}; lower raft.distractors or add bundles"
+                f"have {available}; lower corpus.distractors or add libraries with corpus.include"
             )
 
 

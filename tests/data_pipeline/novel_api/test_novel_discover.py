@@ -424,3 +424,26 @@ def test_a_cutoff_date_resolves_from_upload_times():
         if "cannot read release dates" in str(exc):
             pytest.skip(f"PyPI's JSON API cannot be reached: {exc}")
         raise
+
+
+def test_an_empty_run_exits_non_zero_with_one_line(wheels, tmp_path):
+    """Two versions with the same API: `all` stops after discovery, one `error:` line, exit 2."""
+    same = build_wheel(tmp_path / "src", V1, "1.1", tmp_path / "dist")
+    env = {**__import__("os").environ, "PIP_NO_INDEX": "1", "PYTHONPATH": str(Path(__file__).parents[3])}
+    done = subprocess.run(
+        [sys.executable, "-m", "data_pipeline.novel_api", "all", "library=novlib", "old=1.0", "new=1.1",
+         f"old_wheel={wheels['1.0']}", f"new_wheel={same}", f"out={tmp_path / 'out'}"],
+        capture_output=True, text=True, timeout=600, env=env, cwd=Path(__file__).parents[3],
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "discover: no kept APIs" in errors[0] and "no task can survive" in errors[0]
+    assert "Traceback" not in done.stderr
+
+
+def test_an_empty_stage_names_its_top_drop_reasons():
+    from data_pipeline.novel_api.app import empty_output
+
+    line = empty_output("bundles", {"kept": 0, "dropped": {"no_valid_example": 28, "no_signature": 3}})
+    assert line == "bundles: no bundles (top drop reasons: no_valid_example 28, no_signature 3)"
+    assert empty_output("tasks", {"tasks": 4, "dropped": {}}) is None
