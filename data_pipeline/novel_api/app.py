@@ -87,6 +87,8 @@ class NovelAPIConfig:
     new_wheel: str | None = None
     out: str = "data/novel/library"
     min_doc_words: int = 5
+    # install each version with the dependencies of its release day (uv --exclude-newer); false: today's
+    dated: bool = True
     example_timeout_s: float = 10.0
     prose: ProseConfig = field(default_factory=ProseConfig)
     tasks: TasksConfig = field(default_factory=TasksConfig)
@@ -178,6 +180,7 @@ def _discover(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
         Path(cfg.old_wheel) if cfg.old_wheel else None,
         Path(cfg.new_wheel) if cfg.new_wheel else None,
         cfg.min_doc_words,
+        dated=cfg.dated,
     )
     return manifest["counts"]
 

@@ -62,6 +62,7 @@ def discover(
     new_wheel: Path | None = None,
     min_doc_words: int = 5,
     timeout: float = 1800.0,
+    dated: bool = True,
 ) -> dict:
     """Install both versions, diff their APIs, write `out/apis.jsonl` and `out/discovery.json`."""
     out = Path(out)
@@ -74,13 +75,18 @@ def discover(
             "(an API the new version removed would be read as added)"
         )
     wheels = {"old": old_wheel, "new": new_wheel}
-    envs = both(lambda r: create_env(out / "envs", library, versions[r], wheels[r], timeout))
+    envs = both(lambda r: create_env(out / "envs", library, versions[r], wheels[r], timeout, dated))
     manifest: dict = {
         "library": library,
         "import_name": import_name,
         "old_version": versions["old"],
         "new_version": versions["new"],
         "python": {r: str(envs[r].python) if envs[r].ok else None for r in ROLES},
+        # how each env was resolved: dated (uv --exclude-newer, the release's day) or today's dependencies
+        "environments": {
+            r: {"version": envs[r].version, "resolver": envs[r].resolver, "dependencies_as_of": envs[r].as_of}
+            for r in ROLES
+        },
         "min_doc_words": min_doc_words,
     }
     install_errors = {r: envs[r].error for r in ROLES if not envs[r].ok}

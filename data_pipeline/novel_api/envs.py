@@ -1,9 +1,16 @@
 """One virtualenv per library version, so two versions (and their dependencies) never share a site-packages.
 
-`create_env` never raises for a failed install: it returns `ok=False` with pip's one-line error, so a
-caller counts bad libraries instead of crashing on them. An env whose marker file records the same
-library, version and wheel is reused (a rerun resumes). `resolve_version` turns a cutoff date into
-the newest release uploaded before it.
+**Dated environments**: a version from the registry is installed with the dependencies that were
+current when it was released, not today's (flask 2.2.0 does not import with a 2024 werkzeug). Its
+release time comes from the index's JSON simple API (PEP 691, the `upload-time` of PEP 700) and
+uv resolves with `--exclude-newer` one day after it; the resolver and the date go into the
+marker and the discovery manifest. Where the index gives no date (a local wheel, an offline
+mirror), pip installs the newest dependencies and the env says it is undated.
+
+`create_env` never raises for a failed install: it returns `ok=False` with the installer's one-line
+error, so a caller counts bad libraries instead of crashing on them. An env whose marker file records
+the same library, version, wheel and date is reused (a rerun resumes). `resolve_version` turns a
+cutoff date into the newest release uploaded before it.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import sys
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from datetime import date, datetime, time, timezone
+from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -26,6 +33,10 @@ from core.errors import UserError
 
 MARKER = "editforge-env.json"
 PYPI_JSON = "https://pypi.org/pypi/{}/json"
+SIMPLE_INDEX = "https://pypi.org/simple"
+SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
+# Dependencies released up to a day after the library still count as "current when it was released".
+DATED_MARGIN = timedelta(days=1)
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 INSTALLED_VERSION = "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))"
 # Set in the caller's environment these would send pip's install somewhere else than the venv.
@@ -39,6 +50,8 @@ class LibraryEnv:
     path: Path
     ok: bool
     error: str = ""  # one line when not ok
+    resolver: str = "pip"  # "uv --exclude-newer" for a dated env
+    as_of: str | None = None  # the dependencies' cutoff (ISO, UTC) of a dated env
 
 
 class _Failed(Exception):
@@ -71,42 +84,81 @@ def venv_python(path: Path) -> Path:
 
 
 def create_env(
-    root: Path, library: str, version: str | None, wheel: Path | None, timeout: float = 1800.0
+    root: Path,
+    library: str,
+    version: str | None,
+    wheel: Path | None,
+    timeout: float = 1800.0,
+    dated: bool = True,
 ) -> LibraryEnv:
-    """Install `library==version` (with its dependencies) or the wheel into `root/<version>`."""
+    """Install `library==version` (with its dependencies, dated when the index says when it was
+    released and `dated` is on) or the wheel into `root/<version>`."""
     label = version or (wheel_version(wheel) if wheel is not None else None)
     if not label:
         why = f"{wheel.name} is not a wheel file name" if wheel is not None else "no version and no wheel"
         return LibraryEnv("", Path(), Path(root), False, f"{library}: {why}")
     path = Path(root) / re.sub(r"[^\w.+!-]", "_", label)
     python = venv_python(path)
+    released = release_time(library, label) if dated and wheel is None else None
+    as_of = (released + DATED_MARGIN).strftime("%Y-%m-%dT%H:%M:%SZ") if released else None
 
     def result(ok: bool, error: str = "") -> LibraryEnv:
-        return LibraryEnv(label, python, path, ok, error)
+        resolver = "uv --exclude-newer" if as_of else "pip"
+        return LibraryEnv(label, python, path, ok, error, resolver, as_of)
 
     if wheel is not None and not wheel.is_file():
         return result(False, f"wheel not found: {wheel}")
     try:
-        return result(*_install(path, python, library, label, wheel, timeout))
+        return result(*_install(path, python, library, label, wheel, timeout, as_of))
     except OSError as exc:  # an unwritable root, an unreadable wheel
         return result(False, f"{type(exc).__name__}: {exc}")
 
 
 def _install(
-    path: Path, python: Path, library: str, label: str, wheel: Path | None, timeout: float
+    path: Path, python: Path, library: str, label: str, wheel: Path | None, timeout: float, as_of: str | None
 ) -> tuple[bool, str]:
     """(ok, error): the env its marker describes is reused, any other is recreated and installed."""
-    want = {"library": library, "version": label, "wheel_sha256": _sha256(wheel) if wheel else None}
+    want = {
+        "library": library,
+        "version": label,
+        "wheel_sha256": _sha256(wheel) if wheel else None,
+        "as_of": as_of,
+    }
     if python.exists() and _read_marker(path) == want:
         return True, ""
     (path / MARKER).unlink(missing_ok=True)
     target = str(wheel.resolve()) if wheel is not None else f"{library}=={label}"
     try:
         _run([sys.executable, "-m", "venv", "--clear", str(path)], timeout)
-        _run(
-            [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "--no-input", target],
-            timeout,
-        )
+        if as_of:
+            _run(
+                [
+                    uv_binary(),
+                    "pip",
+                    "install",
+                    "--python",
+                    str(python),
+                    "--exclude-newer",
+                    as_of,
+                    "-q",
+                    target,
+                ],
+                timeout,
+            )
+        else:
+            _run(
+                [
+                    str(python),
+                    "-m",
+                    "pip",
+                    "install",
+                    "--disable-pip-version-check",
+                    "-q",
+                    "--no-input",
+                    target,
+                ],
+                timeout,
+            )
         installed = _run([str(python), "-I", "-c", INSTALLED_VERSION, library], 120).strip()
     except _Failed as exc:
         return False, str(exc)
@@ -114,6 +166,64 @@ def _install(
         return False, f"installed {library} {installed}, not {label}"
     (path / MARKER).write_text(json.dumps({**want, "installed": installed}, indent=1) + "\n")
     return True, ""
+
+
+def uv_binary() -> str:
+    """uv's executable (a dependency of the project: its resolver can exclude newer releases)."""
+    try:
+        from uv import find_uv_bin
+
+        return find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        raise _Failed(
+            "uv is not installed (pip install uv): dated environments need its --exclude-newer"
+        ) from None
+
+
+def index_url() -> str:
+    """The index uv resolves from: its own settings, else pip's, else PyPI."""
+    for key in ("UV_DEFAULT_INDEX", "UV_INDEX_URL", "PIP_INDEX_URL"):
+        if os.environ.get(key):
+            return os.environ[key].rstrip("/")
+    return SIMPLE_INDEX
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def file_version(filename: str) -> str | None:
+    """The version in a distribution's file name: a wheel's, or an sdist's (`name-1.2.tar.gz`)."""
+    if filename.endswith(".whl"):
+        return wheel_version(Path(filename))
+    for ext in (".tar.gz", ".zip", ".tar.bz2", ".tgz"):
+        if filename.endswith(ext):
+            stem = filename[: -len(ext)]
+            return stem.rsplit("-", 1)[1] if "-" in stem else None
+    return None
+
+
+def release_time(library: str, version: str, index: str | None = None) -> datetime | None:
+    """When `library==version`'s first file was uploaded, from the index's JSON simple API (PEP 691,
+    `upload-time` of PEP 700); None when the index cannot be read or gives no time."""
+    url = f"{index or index_url()}/{_normalized(library)}/"
+    if os.environ.get("PIP_NO_INDEX") or not url.startswith(("http://", "https://")):
+        return None
+    request = urllib.request.Request(url, headers={"Accept": SIMPLE_JSON})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            files = json.load(response).get("files", [])
+    except (urllib.error.URLError, OSError, ValueError, AttributeError):
+        return None
+    times = [
+        datetime.fromisoformat(f["upload-time"].replace("Z", "+00:00"))
+        for f in files
+        if isinstance(f, dict)
+        and f.get("upload-time")
+        and (found := file_version(str(f.get("filename", "")))) is not None
+        and same_version(found, version)
+    ]
+    return min(times) if times else None
 
 
 def _sha256(path: Path) -> str:
@@ -126,7 +236,9 @@ def _read_marker(path: Path) -> dict | None:
     except (OSError, ValueError):
         return None
     return (
-        {k: found.get(k) for k in ("library", "version", "wheel_sha256")} if isinstance(found, dict) else None
+        {k: found.get(k) for k in ("library", "version", "wheel_sha256", "as_of")}
+        if isinstance(found, dict)
+        else None
     )
 
 

@@ -1,0 +1,137 @@
+"""Dated environments, offline: a local index (PEP 691 JSON with PEP 700 upload times) holds two
+releases of a dependency; the old library breaks with the newer one and installs dated with the
+one that was current when it was released."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from data_pipeline.novel_api.envs import create_env, file_version, release_time
+
+PYPROJECT = """\
+[build-system]
+requires = ["setuptools"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "{name}"
+version = "{version}"
+dependencies = {dependencies}
+
+[tool.setuptools]
+packages = ["{name}"]
+"""
+# deplib 2.0 removed old_name; oldlib 1.0 (released between the two) imports it
+RELEASES = {
+    ("deplib", "1.0"): ("def old_name():\n    return 'old'\n", [], "2020-01-01T00:00:00Z"),
+    ("deplib", "2.0"): ("def new_name():\n    return 'new'\n", [], "2023-01-01T00:00:00Z"),
+    ("oldlib", "1.0"): ("from deplib import old_name\n", ["deplib"], "2021-06-01T12:00:00Z"),
+}
+
+
+def _wheel(src: Path, name: str, version: str, code: str, dependencies: list[str], dist: Path) -> Path:
+    (src / name).mkdir(parents=True)
+    (src / name / "__init__.py").write_text(code)
+    (src / "pyproject.toml").write_text(
+        textwrap.dedent(PYPROJECT.format(name=name, version=version, dependencies=json.dumps(dependencies)))
+    )
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+         "--disable-pip-version-check", "-q", "-w", str(dist), str(src)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return dist / f"{name}-{version}-py3-none-any.whl"
+
+
+class _Index(http.server.SimpleHTTPRequestHandler):
+    """`/simple/<name>/`: the JSON simple API; `/files/<wheel>`: the wheels."""
+
+    projects: dict[str, list[dict]] = {}
+
+    def do_GET(self):  # noqa: N802 (the handler's API)
+        parts = [p for p in self.path.split("/") if p]
+        if len(parts) == 2 and parts[0] == "simple" and parts[1] in self.projects:
+            body = json.dumps(
+                {"meta": {"api-version": "1.1"}, "name": parts[1], "files": self.projects[parts[1]]}
+            )
+            self.send_response(200)
+            self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body.encode())
+        elif len(parts) == 2 and parts[0] == "files":
+            super().do_GET()
+        else:
+            self.send_error(404)
+
+    def translate_path(self, path):
+        return str(Path(self.server.root) / Path(path).name)
+
+    def log_message(self, *args):
+        return
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    root = tmp_path_factory.mktemp("index")
+    projects: dict[str, list[dict]] = {}
+    for (name, version), (code, deps, uploaded) in RELEASES.items():
+        wheel = _wheel(root / f"src-{name}-{version}", name, version, code, deps, root)
+        projects.setdefault(name, []).append(
+            {
+                "filename": wheel.name,
+                "url": f"/files/{wheel.name}",
+                "hashes": {"sha256": hashlib.sha256(wheel.read_bytes()).hexdigest()},
+                "upload-time": uploaded,
+            }
+        )
+    handler = type("Index", (_Index,), {"projects": projects})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.root = root
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/simple"
+    server.shutdown()
+
+
+@pytest.fixture
+def offline_index(index, monkeypatch, tmp_path):
+    for key in ("UV_DEFAULT_INDEX", "PIP_INDEX_URL"):
+        monkeypatch.setenv(key, index)
+    monkeypatch.delenv("UV_INDEX_URL", raising=False)
+    monkeypatch.delenv("PIP_NO_INDEX", raising=False)
+    monkeypatch.delenv("PIP_FIND_LINKS", raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")  # only the fixture index, never a machine's mirror
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    return index
+
+
+def _imports(env, module: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(env.python), "-c", f"import {module}"], capture_output=True, text=True)
+
+
+def test_the_release_time_comes_from_the_index(offline_index):
+    assert release_time("oldlib", "1.0").isoformat() == "2021-06-01T12:00:00+00:00"
+    assert release_time("oldlib", "9.9") is None
+    assert file_version("Old_Lib-1.0.tar.gz") == "1.0" and file_version("x-2.0-py3-none-any.whl") == "2.0"
+
+
+def test_an_old_version_broken_by_newer_dependencies_installs_with_dated_ones(offline_index, tmp_path):
+    today = create_env(tmp_path / "undated", "oldlib", "1.0", None, timeout=300, dated=False)
+    assert today.ok and today.resolver == "pip" and today.as_of is None
+    assert _imports(today, "oldlib").returncode != 0  # deplib 2.0 has no old_name
+
+    dated = create_env(tmp_path / "dated", "oldlib", "1.0", None, timeout=300)
+    assert dated.ok, dated.error
+    assert dated.resolver == "uv --exclude-newer" and dated.as_of == "2021-06-02T12:00:00Z"
+    assert _imports(dated, "oldlib").returncode == 0  # deplib 1.0, current when oldlib 1.0 came out
+    marker = json.loads((dated.path / "editforge-env.json").read_text())
+    assert marker["as_of"] == dated.as_of and marker["installed"] == "1.0"
