@@ -40,7 +40,8 @@ from data_pipeline.novel_api.envs import (
 )
 
 INTROSPECT = Path(__file__).with_name("introspect.py")
-# First match wins. old_module_failed_import: the old version could not show whether it had the API.
+# First match wins. old_module_failed_import: the old version could not show whether it had the API
+# (its module neither imported nor readable from source).
 FILTERS = (
     "old_module_failed_import",
     "private",
@@ -106,16 +107,14 @@ def discover(
         )
     import_name = import_name or find_import_name(envs["new"], library)
     found = both(lambda r: run_introspect(envs[r], import_name, library, timeout))
-    candidates = novel(found["old"]["apis"], found["new"]["apis"])
-    promoted = newly_public(found["old"]["apis"], found["new"]["apis"])
+    # the new version's candidates must run (bundles execute their examples): only imported modules count
+    new_apis = [a for a in found["new"]["apis"] if not a.get("static")]
+    candidates = novel(found["old"]["apis"], new_apis)
+    promoted = newly_public(found["old"]["apis"], new_apis)
+    static = found["old"].get("static_modules", [])
+    unread = {m: e for m, e in found["old"]["failed_modules"].items() if m not in static}
     rows = [
-        row(
-            api,
-            library,
-            versions,
-            found["new"]["license"],
-            filter_reason(api, found["old"]["failed_modules"], min_doc_words),
-        )
+        row(api, library, versions, found["new"]["license"], filter_reason(api, unread, min_doc_words))
         for api in candidates
     ]
     rows.sort(key=lambda r: (r["qualname"], r["kind"]))
@@ -125,17 +124,22 @@ def discover(
         license={r: found[r]["license"] for r in ROLES},
         counts={
             "old_apis": sum(bool(a["paths"]) for a in found["old"]["apis"]),
-            "new_apis": sum(bool(a["paths"]) for a in found["new"]["apis"]),
+            "new_apis": sum(bool(a["paths"]) for a in new_apis),
             "candidates": len(rows),
             "newly_public": len(promoted),
             "kept": sum(r["kept"] for r in rows),
             "filtered": filtered,
             "old_failed_modules": len(found["old"]["failed_modules"]),
+            # old modules that failed to import, read from their source instead (and the candidates
+            # whose novelty was decided against that reading)
+            "old_static_modules": len(static),
+            "decided_statically": sum(under(r, static) for r in rows),
             "new_failed_modules": len(found["new"]["failed_modules"]),
             "install_errors": 0,
         },
         newly_public=promoted,
         failed_modules={r: found[r]["failed_modules"] for r in ROLES},
+        static_modules={r: found[r].get("static_modules", []) for r in ROLES},
         introspect_errors={r: found[r]["error"] for r in ROLES if found[r]["error"]},
         install_errors={},
     )
@@ -238,8 +242,8 @@ def newly_public(old: list[dict], new: list[dict]) -> list[str]:
 
 
 def filter_reason(api: dict, old_failed: dict[str, str], min_doc_words: int) -> str | None:
-    names = [api["canonical"], api["module"], *api["paths"]]
-    if any(n == m or n.startswith(m + ".") for n in names for m in old_failed):
+    """The first filter that drops `api`; `old_failed`: old modules neither imported nor read statically."""
+    if under(api, list(old_failed)):
         return "old_module_failed_import"
     if not api["paths"]:
         return "private"
@@ -252,6 +256,12 @@ def filter_reason(api: dict, old_failed: dict[str, str], min_doc_words: int) -> 
     if api["inherited_doc"]:
         return "inherited_docstring"
     return None
+
+
+def under(api: dict, modules: list[str]) -> bool:
+    """Whether the API's module or one of its paths lies in one of `modules`."""
+    names = [api["canonical"], api["module"], *api["paths"]]
+    return any(n == m or n.startswith(m + ".") for n in names for m in modules)
 
 
 def shortest(paths: list[str]) -> str:

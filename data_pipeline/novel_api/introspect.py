@@ -6,14 +6,18 @@ Standard library only: it runs inside the library's own virtualenv, under whiche
     python -I introspect.py --top-level DISTRIBUTION         the distribution's top-level import names
 
 Every module of the package is imported; one that fails is recorded in `failed_modules` with its
-error, so a caller never mistakes "could not import" for "has no API". What imported code prints
-goes to stderr: stdout carries only the JSON.
+error, so a caller never mistakes "could not import" for "has no API", and is then read statically
+(`static_apis`: its source's AST, with `__all__`, top-level functions and classes, their methods and
+the names it re-exports), listed in `static_modules`. What imported code prints goes to stderr:
+stdout carries only the JSON.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.metadata
+import importlib.util
 import inspect
 import json
 import os
@@ -209,6 +213,108 @@ def describe(entry: Found) -> dict:
     }
 
 
+def package_dir(package: str) -> str | None:
+    """Where the package's files are, found without executing it."""
+    spec = safe(lambda: importlib.util.find_spec(package))
+    if spec is None:
+        return None
+    locations = list(spec.submodule_search_locations or [])
+    return locations[0] if locations else None
+
+
+def unread_files(package: str, modules: dict[str, object], failed: dict[str, str]) -> dict[str, str]:
+    """Module name -> source file of every module under a failed one that was not imported."""
+    root = package_dir(package)
+    if root is None:
+        return {}
+    found: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d != "__pycache__" and os.path.isfile(os.path.join(dirpath, d, "__init__.py"))
+        )
+        rel = os.path.relpath(dirpath, root)
+        parts = [package] + ([] if rel == "." else rel.split(os.sep))
+        for filename in sorted(filenames):
+            if not filename.endswith(".py"):
+                continue
+            stem = filename[:-3]
+            name = ".".join(parts if stem == "__init__" else [*parts, stem])
+            if stem in SKIP_MODULES or name in modules:
+                continue
+            if any(name == f or name.startswith(f + ".") for f in failed):
+                found[name] = os.path.join(dirpath, filename)
+    return found
+
+
+def _literal_all(tree: ast.Module) -> set[str] | None:
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            value = safe(lambda node=node: ast.literal_eval(node.value))
+            if isinstance(value, (list, tuple, set)):
+                return {v for v in value if isinstance(v, str)}
+    return None
+
+
+def static_apis(modname: str, path: str) -> list[dict] | None:
+    """What a module that could not be imported defines and re-exports, from its AST: enough to
+    tell whether a newer version's API existed here (paths, canonical, module), never to run it.
+    None when its source does not parse either."""
+    tree = safe(lambda: ast.parse(read_text(path)))
+    if tree is None:
+        return None
+    exported = _literal_all(tree)
+    public_module = is_public_path(modname)
+
+    def public(name: str) -> bool:
+        return public_module and (name in exported if exported is not None else not name.startswith("_"))
+
+    package = modname if path.endswith("__init__.py") else modname.rpartition(".")[0]
+    found = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            kind = "class" if isinstance(node, ast.ClassDef) else "function"
+            paths = [f"{modname}.{node.name}"] if public(node.name) else []
+            found.append(_static(f"{modname}.{node.name}", modname, kind, paths))
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not item.name.startswith(
+                        "__"
+                    ):
+                        method_paths = (
+                            [f"{p}.{item.name}" for p in paths] if not item.name.startswith("_") else []
+                        )
+                        found.append(
+                            _static(f"{modname}.{node.name}.{item.name}", modname, "method", method_paths)
+                        )
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from the package, `level - 1` packages up
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                source = ".".join([*anchor, *([node.module] if node.module else [])])
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                local = alias.asname or alias.name
+                if alias.name != "*" and public(local) and source.split(".")[0] == modname.split(".")[0]:
+                    found.append(
+                        _static(f"{source}.{alias.name}", source, "reexport", [f"{modname}.{local}"])
+                    )
+    return found
+
+
+def read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _static(canonical: str, module: str, kind: str, paths: list[str]) -> dict:
+    return {"kind": kind, "canonical": canonical, "module": module, "paths": sorted(paths), "static": True}
+
+
 def licence(dist: str | None) -> tuple[str | None, list[str]]:
     """The licence expression or License field (first line of a pasted text), else the classifiers."""
     meta = safe(lambda: importlib.metadata.metadata(dist)) if dist else None
@@ -235,7 +341,14 @@ def introspect(package: str, dist: str | None) -> dict:
     modules, failed = import_modules(package)
     dist = distribution_of(package, dist)
     text, classifiers = licence(dist)
-    apis = sorted((describe(e) for e in collect(package, modules)), key=lambda a: (a["canonical"], a["kind"]))
+    apis = [describe(e) for e in collect(package, modules)]
+    read: list[str] = []
+    for name, path in unread_files(package, modules, failed).items():
+        found = static_apis(name, path)
+        if found is not None:
+            apis += found
+            read.append(name)
+    apis.sort(key=lambda a: (a["canonical"], a["kind"]))
     return {
         "package": package,
         "distribution": dist,
@@ -245,6 +358,7 @@ def introspect(package: str, dist: str | None) -> dict:
         "license_classifiers": classifiers,
         "modules": sorted(modules),
         "failed_modules": dict(sorted(failed.items())),
+        "static_modules": sorted(read),
         "apis": apis,
     }
 

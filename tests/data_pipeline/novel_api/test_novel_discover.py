@@ -88,6 +88,7 @@ def removed_fn():
     "novlib/util.py": SLUGIFY,
     "novlib/strutils.py": CAMEL,
     "novlib/broken.py": "import novlib_no_such_dependency  # noqa: F401\n" + FIXED,
+    "novlib/odd.py": "def odd_fn(:\n    return 1\n",  # neither imports nor parses: unreadable
 }
 
 V2 = {
@@ -148,7 +149,19 @@ class Loud(Greeter):
     "novlib/util.py": SLUGIFY,
     "novlib/text/__init__.py": '"""Text helpers."""\n',
     "novlib/text/strutils.py": CAMEL,  # moved from novlib.strutils: same name, same module tail
-    "novlib/broken.py": FIXED,  # failed to import in 1.0
+    # failed to import in 1.0, read from its source there: fixed_fn existed, static_new is new
+    "novlib/broken.py": FIXED
+    + '''
+
+def static_new(x):
+    """Return x squared; version two added it to a module version one could not import."""
+    return x * x
+''',
+    "novlib/odd.py": '''
+def odd_fn(x):
+    """Return whether x is odd; version one's module did not even parse."""
+    return x % 2 == 1
+''',
     "novlib/gui.py": "import novlib_no_such_gui_toolkit  # noqa: F401\n",  # fails in 2.0 only
     "novlib/extra.py": '''"""Extras with an explicit export list."""
 
@@ -168,12 +181,8 @@ def not_exported():
 
 # qualname -> (kind, canonical, paths, filter) of every candidate, kept or not.
 EXPECTED = {
-    "novlib.broken.fixed_fn": (
-        "function",
-        "novlib.broken.fixed_fn",
-        ["novlib.broken.fixed_fn"],
-        "old_module_failed_import",
-    ),
+    "novlib.broken.static_new": ("function", "novlib.broken.static_new", ["novlib.broken.static_new"], None),
+    "novlib.odd.odd_fn": ("function", "novlib.odd.odd_fn", ["novlib.odd.odd_fn"], "old_module_failed_import"),
     "novlib.core.Farewell": ("class", "novlib.core.Farewell", ["novlib.core.Farewell"], None),
     "novlib.core.Farewell.bye": ("method", "novlib.core.Farewell.bye", ["novlib.core.Farewell.bye"], None),
     "novlib.core.Farewell._private_m": ("method", "novlib.core.Farewell._private_m", [], "private"),
@@ -279,20 +288,25 @@ def test_manifest_counts_every_filter_and_failed_module(run):
     assert json.loads((out / "discovery.json").read_text()) == manifest
     assert manifest["import_name"] == "novlib"  # found from the distribution's files
     assert manifest["counts"] == {
-        "old_apis": 7,  # moved greet removed_fn Greeter Greeter.hello slugify camel
-        "new_apis": 17,
-        "candidates": 13,
+        "old_apis": 8,  # moved greet removed_fn Greeter Greeter.hello slugify camel, broken.fixed_fn (read)
+        "new_apis": 19,
+        "candidates": 14,
         "newly_public": 1,
-        "kept": 5,
+        "kept": 6,
         "filtered": {f: (3 if f == "private" else 1) for f in FILTERS},
-        "old_failed_modules": 1,
+        "old_failed_modules": 2,
+        "old_static_modules": 1,
+        "decided_statically": 1,  # static_new: new against version one's source of novlib.broken
         "new_failed_modules": 1,
         "install_errors": 0,
     }
-    assert manifest["failed_modules"] == {
-        "old": {"novlib.broken": "ModuleNotFoundError: No module named 'novlib_no_such_dependency'"},
-        "new": {"novlib.gui": "ModuleNotFoundError: No module named 'novlib_no_such_gui_toolkit'"},
+    old_failed = manifest["failed_modules"]["old"]
+    assert old_failed["novlib.broken"] == "ModuleNotFoundError: No module named 'novlib_no_such_dependency'"
+    assert old_failed["novlib.odd"].startswith("SyntaxError")
+    assert manifest["failed_modules"]["new"] == {
+        "novlib.gui": "ModuleNotFoundError: No module named 'novlib_no_such_gui_toolkit'"
     }
+    assert manifest["static_modules"] == {"old": ["novlib.broken"], "new": ["novlib.gui"]}
     assert manifest["python"] == {
         v: str(out / "envs" / n / "bin" / "python") for v, n in (("old", "1.0"), ("new", "2.0"))
     }
