@@ -89,6 +89,9 @@ class NovelAPIConfig:
     min_doc_words: int = 5
     # install each version with the dependencies of its release day (uv --exclude-newer); false: today's
     dated: bool = True
+    # examples from the library's own tests and docs (the new version's sdist, from the index or this file)
+    mine_examples: bool = True
+    sdist: str | None = None
     example_timeout_s: float = 10.0
     prose: ProseConfig = field(default_factory=ProseConfig)
     tasks: TasksConfig = field(default_factory=TasksConfig)
@@ -117,7 +120,7 @@ def preflight(cfg: NovelAPIConfig) -> None:
     """What a run needs that `--cfg job` does not: the library and its versions, the files named."""
     if cfg.stage in ("discover", "all") and not (cfg.library and cfg.old and cfg.new):
         raise ConfigError(f"stage {cfg.stage} needs library=NAME old=VERSION|DATE new=VERSION")
-    for key in ("old_wheel", "new_wheel"):
+    for key in ("old_wheel", "new_wheel", "sdist"):
         if getattr(cfg, key):
             existing_path(getattr(cfg, key), key)
     if cfg.stage not in ("discover", "all"):
@@ -188,7 +191,9 @@ def _discover(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
 def _bundles(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
     from data_pipeline.novel_api.bundles import build_bundles
 
-    manifest = build_bundles(out, cfg.example_timeout_s)
+    mined, sdist = _mined(cfg, out) if cfg.mine_examples else ({}, None)
+    manifest = build_bundles(out, cfg.example_timeout_s, mined=mined)
+    manifest["sdist"] = sdist
     if cfg.prose.model:
         from core.openai_client import OpenAIClient
         from data_pipeline.novel_api.prose import rewrite_prose
@@ -200,6 +205,23 @@ def _bundles(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
         )
         write_jsonl(bundles, out / "bundles.jsonl")
     return manifest
+
+
+def _mined(cfg: NovelAPIConfig, out: Path) -> tuple[dict, str | None]:
+    """Examples from the new version's tests and docs, and the sdist they came from (None: none found)."""
+    from data_pipeline.novel_api.mining import fetch_sdist, mine_sdist
+
+    discovery = json.loads((out / "discovery.json").read_text())
+    if cfg.sdist:
+        path: Path | None = Path(cfg.sdist)
+    else:
+        path = fetch_sdist(discovery["library"], discovery["new_version"], out / "sources")
+    if path is None:
+        log.warning("bundles: no source distribution of %s %s found: examples come from docstrings only",
+                    discovery["library"], discovery["new_version"])  # fmt: skip
+        return {}, None
+    rows = [r for r in read_records(out / "apis.jsonl", ("qualname", "kind", "module")) if r.get("kept")]
+    return mine_sdist(path, rows), path.name
 
 
 REQUIRED = {
@@ -256,7 +278,7 @@ def _validate(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
 
 def _corpus(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
     from data_pipeline.novel_api.corpus import build_corpora
-    from data_pipeline.novel_api.raft import RAFTConfig
+    from data_pipeline.novel_api.raft import DocumentPool, RAFTConfig
     from data_pipeline.novel_api.tasks import write_jsonl
 
     c = cfg.corpus
@@ -270,8 +292,16 @@ def _corpus(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
     tasks = _split(tasks, cfg)
     write_jsonl(tasks, out / "tasks.jsonl")  # the split the corpus and the evaluation agree on
     write_jsonl(list(bundles.values()), out / "bundles.jsonl")
+    distractors = c.distractors
+    most = max(0, DocumentPool(bundles).distinct_texts - 2)  # k+1 distinct texts besides the oracle's
+    if "raft" in c.kinds and distractors > most:
+        log.warning(
+            "corpus: %d bundles allow at most %d RAFT distractors, not corpus.distractors=%d; using %d "
+            "(add libraries with corpus.include for more)", len(bundles), most, distractors, most,
+        )  # fmt: skip
+        distractors = most
     raft = RAFTConfig(
-        distractors=c.distractors, oracle_fraction=c.oracle_fraction, negatives=c.negatives, seed=c.seed
+        distractors=distractors, oracle_fraction=c.oracle_fraction, negatives=c.negatives, seed=c.seed
     )
     try:
         return build_corpora(out, list(c.kinds), tasks, bundles, c.seed, raft, c.sft_cell)

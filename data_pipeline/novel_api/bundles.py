@@ -6,12 +6,13 @@ bundle per usable API to `bundles.jsonl`, with the counts in `bundles.json`:
     {"qualname", "library", "version" (the new one), "license", "paths", "module",
      "S": {"name", "signature": "name(params)", "params": [{"name", "type", "default", "description"}],
            "returns": {"type", "description"} | null},
-     "E": [{"code", "output", "source": "doctest" | "docs"}],
+     "E": [{"code", "output", "source": "doctest" | "docstring" | "tests" | "docs", "origin"?}],
      "M": {"prose", "code"}}
 
 S comes from the signature text plus the docstring (numpy, google or rest style, by
-`docstring_parser`); E from the docstring's doctests and Python code blocks, each run against the
-new version (`docsnippets.py`) and kept only when it runs cleanly; M from the docstring's description
+`docstring_parser`); E from the docstring's doctests and Python code blocks, and from the library's
+own tests and documentation files (`mining.py`, each with its `origin`, path:line in the sdist),
+each run against the new version (`docsnippets.py`) and kept only when it runs cleanly; M from the docstring's description
 and the API's source, docstrings stripped, with the same-module functions it calls placed before it.
 An API is dropped, with its reason counted, when it has no signature (`no_signature`), its source
 cannot be read (`source_unreadable`) or none of its examples runs (`no_valid_example`), checked in
@@ -30,7 +31,7 @@ import re
 import tokenize
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ from data_pipeline.novel_api.docsnippets import (
     find_examples,
     run_examples,
 )
+from data_pipeline.novel_api.mining import Mined
 
 __all__ = [
     "CELL_PRESETS",
@@ -261,7 +263,8 @@ class _Draft:
     spec: dict[str, Any]
     mechanism: dict[str, str]
     examples: DocExamples
-    units: list[int]  # indices into the run's units: the doctest first (if any), then the snippets
+    units: list[int]  # indices into the run's units: the doctest (if any), the snippets, the mined
+    mined: list[Mined] = field(default_factory=list)
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -271,10 +274,14 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def build_bundles(
-    out: Path, timeout_s: float = 10.0, progress: Callable[[int, int], None] | None = None
+    out: Path,
+    timeout_s: float = 10.0,
+    progress: Callable[[int, int], None] | None = None,
+    mined: dict[str, list[Mined]] | None = None,
 ) -> dict[str, Any]:
     """Write `out/bundles.jsonl` and `out/bundles.json` (the manifest, returned) from `out/apis.jsonl`
-    and `out/discovery.json`. `progress(done, total)` follows the example runs."""
+    and `out/discovery.json`. `progress(done, total)` follows the example runs; `mined`: qualname ->
+    examples from the library's tests and docs (`mining.py`)."""
     out = Path(out)
     for needed in ("apis.jsonl", "discovery.json"):
         if not (out / needed).is_file():
@@ -285,7 +292,7 @@ def build_bundles(
         raise UserError(f"{out}/discovery.json names no usable python.new ({python!r}); rerun discovery")
     rows = [row for row in read_records(out / "apis.jsonl", API_FIELDS) if row.get("kept")]
     dropped: Counter[str] = Counter({reason: 0 for reason in DROP_REASONS})
-    drafts, units = _drafts(rows, dropped)
+    drafts, units = _drafts(rows, dropped, mined or {})
     outcomes = run_examples(python, units, timeout_s, progress)
     counts = Counter({"examples_kept": 0, "example_failed": 0, "example_timeout": 0})
     counts.update(
@@ -298,11 +305,13 @@ def build_bundles(
         if o.status != OK
     ]
     bundles = []
+    sources: Counter[str] = Counter()
     for draft in drafts:
         examples = _verified_examples(draft, [outcomes[i].status == OK for i in draft.units])
         if not examples:
             dropped["no_valid_example"] += 1
             continue
+        sources.update(e["source"] for e in examples)
         bundles.append(_bundle(draft, examples))
     _write_atomic(out / "bundles.jsonl", "".join(json.dumps(b) + "\n" for b in bundles))
     manifest = {
@@ -310,6 +319,9 @@ def build_bundles(
         "kept": len(bundles),
         "dropped": dict(dropped),
         "examples": dict(counts),
+        # where the kept examples came from: docstring doctests and code blocks, tests, doc files
+        "example_sources": {k: sources.get(k, 0) for k in ("doctest", "docstring", "tests", "docs")},
+        "mined_examples": sum(len(v) for v in (mined or {}).values()),
         "example_failures": failures[:MAX_FAILURES_LISTED],
         "timeout_s": timeout_s,
         "python": python,
@@ -320,7 +332,9 @@ def build_bundles(
     return manifest
 
 
-def _drafts(rows: list[dict[str, Any]], dropped: Counter[str]) -> tuple[list[_Draft], list[Unit]]:
+def _drafts(
+    rows: list[dict[str, Any]], dropped: Counter[str], mined: dict[str, list[Mined]]
+) -> tuple[list[_Draft], list[Unit]]:
     """S and M of each row (or its drop reason) and the example runs of those that remain."""
     drafts: list[_Draft] = []
     units: list[Unit] = []
@@ -343,8 +357,12 @@ def _drafts(rows: list[dict[str, Any]], dropped: Counter[str]) -> tuple[list[_Dr
         for snippet in found.snippets:
             mine.append(len(units))
             units.append(Unit("snippet", module, row["qualname"], snippet))
+        extra = mined.get(row["qualname"], [])
+        for example in extra:
+            mine.append(len(units))
+            units.append(Unit("snippet", module, row["qualname"], example.code))
         mechanism = {"prose": prose(doc, found.text), "code": code}
-        drafts.append(_Draft(row, spec, mechanism, found, mine))
+        drafts.append(_Draft(row, spec, mechanism, found, mine, list(extra)))
     return drafts, units
 
 
@@ -354,9 +372,15 @@ def _verified_examples(draft: _Draft, passed: list[bool]) -> list[dict[str, str]
         doctest_ok, passed = passed[0], passed[1:]
         if doctest_ok:
             examples += [{"code": c, "output": o, "source": "doctest"} for c, o in draft.examples.chunks]
-    for snippet, ok in zip(draft.examples.snippets, passed, strict=True):
+    snippets = len(draft.examples.snippets)
+    for snippet, ok in zip(draft.examples.snippets, passed[:snippets], strict=True):
         if ok:
-            examples.append({"code": snippet, "output": "", "source": "docs"})
+            examples.append({"code": snippet, "output": "", "source": "docstring"})
+    for example, ok in zip(draft.mined, passed[snippets:], strict=True):
+        if ok:
+            examples.append(
+                {"code": example.code, "output": "", "source": example.source, "origin": example.origin}
+            )
     return examples
 
 

@@ -335,7 +335,7 @@ def test_google_and_sphinx_styles(built):
 def test_snippets_run_and_only_clean_ones_are_kept(built):
     render = built[2]["render"]
     assert render["E"] == [
-        {"code": 'from novlib import render\nassert render(3) == "<3>"', "output": "", "source": "docs"}
+        {"code": 'from novlib import render\nassert render(3) == "<3>"', "output": "", "source": "docstring"}
     ]
     assert render["M"]["prose"] == "Render a value as text."
     assert "undefined_name" not in json.dumps(render)
@@ -471,3 +471,106 @@ def test_render_stripped_masks_every_name():
     assert "Add two numbers; <API> is fast." in text
     assert "def <API>(a: int" in text
     assert "address" in render_knowledge({**BUNDLE, "M": {"prose": "address", "code": ""}}, {"M_prose"}, True)
+
+
+SDIST = {
+    "novlib-2.0/tests/test_core.py": """import pytest
+from novlib.core import quiet, spin
+
+LIMIT = 3
+
+
+def _double(v):
+    return 2 * v
+
+
+def test_quiet_returns_its_argument():
+    value = _double(LIMIT)
+    assert quiet(value) == 6
+
+
+def test_needs_a_fixture(tmp_path):
+    assert quiet(tmp_path) == tmp_path
+
+
+def test_uses_pytest():
+    with pytest.raises(TypeError):
+        quiet()
+
+
+class TestSpin:
+    def test_spin_is_slow(self):
+        spin()
+""",
+    "novlib-2.0/docs/usage.rst": """Usage
+=====
+
+Boxes hold a value:
+
+.. code-block:: python
+
+    from novlib.core import Box
+    box = Box(4)
+    assert box.get() == 4
+
+A broken block is dropped:
+
+.. code-block:: python
+
+    from novlib.core import Box
+    Box(1, 2, 3)
+""",
+    "novlib-2.0/src/novlib/core.py": "def quiet(x):\n    return x\n",
+}
+
+
+def _sdist(path: Path) -> Path:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as archive:
+        for name, text in SDIST.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_examples_mined_from_a_test_function_and_an_rst_block_become_validated_examples(built, tmp_path):
+    import shutil
+
+    from data_pipeline.novel_api.mining import mine_sdist, read_sdist, test_programs
+
+    out, _, _, _, _ = built
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    rows = [json.loads(line) for line in (copy / "apis.jsonl").read_text().splitlines()]
+    sdist = _sdist(tmp_path / "novlib-2.0.tar.gz")
+    files = read_sdist(sdist)
+    assert "tests/test_core.py" in files and "docs/usage.rst" in files  # the top folder dropped
+    programs = dict(test_programs("tests/test_core.py", files["tests/test_core.py"]))
+    assert list(programs) == [11, 26]  # no fixture, no pytest: the first test and the Test class's method
+    assert programs[11] == (
+        "from novlib.core import quiet, spin\nLIMIT = 3\n\ndef _double(v):\n    return 2 * v\n"
+        "value = _double(LIMIT)\nassert quiet(value) == 6\n"
+    )
+    mined = mine_sdist(sdist, [r for r in rows if r.get("kept")])
+    assert {q: [m.origin for m in ms] for q, ms in mined.items()} == {
+        "quiet": ["tests/test_core.py:11"],
+        "spin": ["tests/test_core.py:26"],
+        "Box": ["docs/usage.rst:16", "docs/usage.rst:8"],  # the shortest first
+    }
+    manifest = build_bundles(copy, timeout_s=2.0, mined=mined)
+    bundles = {b["qualname"]: b for b in map(json.loads, (copy / "bundles.jsonl").read_text().splitlines())}
+    quiet = bundles["quiet"]["E"]  # no docstring example: kept for its test
+    assert quiet == [
+        {"code": programs[11], "output": "", "source": "tests", "origin": "tests/test_core.py:11"}
+    ]
+    box = [e for e in bundles["Box"]["E"] if e["source"] == "docs"]
+    assert [e["origin"] for e in box] == ["docs/usage.rst:8"]  # the broken block did not run
+    # spin's doctest hangs, its test runs: a bundle now
+    assert [(e["source"], e["origin"]) for e in bundles["spin"]["E"]] == [("tests", "tests/test_core.py:26")]
+    assert manifest["kept"] == 8 and manifest["dropped"]["no_valid_example"] == 1  # broken only
+    assert manifest["example_sources"]["tests"] == 2 and manifest["example_sources"]["docs"] == 1
+    assert manifest["mined_examples"] == 4

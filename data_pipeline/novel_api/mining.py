@@ -1,0 +1,271 @@
+"""Examples from where they live: the library's own tests and documentation, in its source distribution.
+
+Docstrings with doctests are rare outside a few libraries; tests call nearly every API, the way
+its authors meant it to be called, and the docs show the rest. From the new version's sdist (found
+through the index's JSON simple API, downloaded once into the build folder):
+
+- **tests** (`test_*.py`, `*_test.py`, files under a `tests`/`test` folder): each test function
+  that takes no fixture (no parameters, or only `self` unused), whose body calls the API, becomes
+  a standalone program: the file's imports (not pytest's), the module-level helpers and constants
+  its body uses, then the body itself at top level;
+- **docs** (`.rst`, `.md`, `.txt` under `doc`/`docs` and the README): each Python code block and each
+  run of `>>>` lines that calls the API.
+
+Each example keeps its origin (`path:line`); bundles run it against the new version and keep it
+only if it runs (`bundles.py`). Pure functions of text: `mine` never executes anything.
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import json
+import re
+import tarfile
+import urllib.error
+import urllib.parse
+import urllib.request
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from data_pipeline.novel_api.docsnippets import _code_blocks
+from data_pipeline.novel_api.envs import SIMPLE_JSON, _normalized, file_version, index_url, same_version
+
+MAX_FILE_BYTES = 400_000  # a generated or vendored file this large is not documentation
+PER_API = 3  # examples kept per API and source, the shortest first
+SKIPPED_IMPORTS = {"pytest", "unittest", "hypothesis", "conftest", "mock", "doctest"}
+DOC_SUFFIXES = (".rst", ".md", ".txt")
+
+
+@dataclass(frozen=True)
+class Mined:
+    code: str
+    source: str  # tests | docs
+    origin: str  # path inside the sdist, with the line: "tests/test_iterutils.py:42"
+
+
+# ---------------------------------------------------------------------------------------- fetching
+def fetch_sdist(library: str, version: str, folder: Path, index: str | None = None) -> Path | None:
+    """The version's source distribution, downloaded into `folder` (kept for a rerun); None when the
+    index has none or cannot be read."""
+    url = f"{index or index_url()}/{_normalized(library)}/"
+    if not url.startswith(("http://", "https://")):
+        return None
+    try:
+        with urllib.request.urlopen(
+            urllib.request.Request(url, headers={"Accept": SIMPLE_JSON}), timeout=30
+        ) as r:
+            files = json.load(r).get("files", [])
+    except (urllib.error.URLError, OSError, ValueError, AttributeError):
+        return None
+    for f in files:
+        name = str(f.get("filename", ""))
+        if name.endswith((".tar.gz", ".zip")) and same_version(file_version(name) or "", version):
+            target = Path(folder) / name
+            if target.is_file():
+                return target
+            try:
+                with urllib.request.urlopen(urllib.parse.urljoin(url, f["url"]), timeout=120) as r:
+                    data = r.read()
+            except (urllib.error.URLError, OSError, KeyError):
+                return None
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.with_name(name + ".partial").write_bytes(data)
+            target.with_name(name + ".partial").replace(target)
+            return target
+    return None
+
+
+def read_sdist(path: Path) -> dict[str, str]:
+    """Path (without the top folder) -> text of the sdist's Python and documentation files."""
+    wanted = (".py", *DOC_SUFFIXES)
+    texts: dict[str, str] = {}
+
+    def keep(name: str, size: int) -> str | None:
+        parts = PurePosixPath(name).parts
+        inner = "/".join(parts[1:]) if len(parts) > 1 else name
+        return inner if inner.endswith(wanted) and size <= MAX_FILE_BYTES else None
+
+    if path.name.endswith(".zip"):
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                if (inner := keep(info.filename, info.file_size)) is not None:
+                    texts[inner] = archive.read(info).decode("utf-8", "replace")
+        return texts
+    with tarfile.open(path) as archive:
+        for member in archive:
+            if member.isfile() and (inner := keep(member.name, member.size)) is not None:
+                handle = archive.extractfile(member)
+                if handle is not None:
+                    texts[inner] = handle.read().decode("utf-8", "replace")
+    return texts
+
+
+# ------------------------------------------------------------------------------------------ mining
+def is_test_file(path: str) -> bool:
+    parts = PurePosixPath(path).parts
+    name = parts[-1]
+    return name.endswith(".py") and (
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or any(p in ("tests", "test") for p in parts[:-1])
+    )
+
+
+def is_doc_file(path: str) -> bool:
+    parts = PurePosixPath(path).parts
+    return path.endswith(DOC_SUFFIXES) and (
+        parts[-1].upper().startswith("README") or any(p in ("doc", "docs") for p in parts[:-1])
+    )
+
+
+def call_pattern(qualname: str, kind: str) -> re.Pattern[str]:
+    """What a call of the API looks like in text: `name(` (`.name(` for a method), a class by its name."""
+    short = qualname.rsplit(".", 1)[-1]
+    if kind == "method":
+        return re.compile(rf"\.{re.escape(short)}\s*\(")
+    return re.compile(rf"\b{re.escape(short)}\s*\(")
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _defined(node: ast.stmt) -> set[str]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return set()
+
+
+def _test_bodies(tree: ast.Module) -> list[tuple[ast.FunctionDef, list[ast.stmt]]]:
+    """Test functions that need no fixture: top-level `test_*()` and `Test*` methods that only take
+    an unused `self`."""
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test") and not _takes_args(node, 0):
+            found.append((node, node.body))
+        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            for item in node.body:
+                if (
+                    isinstance(item, ast.FunctionDef)
+                    and item.name.startswith("test")
+                    and not _takes_args(item, 1)
+                    and "self" not in _names(ast.Module(body=item.body, type_ignores=[]))
+                ):
+                    found.append((item, item.body))
+    return found
+
+
+def _takes_args(func: ast.FunctionDef, allowed: int) -> bool:
+    a = func.args
+    return (
+        bool(func.decorator_list)
+        or len(a.posonlyargs) + len(a.args) > allowed
+        or bool(a.vararg or a.kwarg or a.kwonlyargs)
+    )
+
+
+def test_programs(path: str, text: str) -> list[tuple[int, str]]:
+    """(line, standalone program) of each fixture-free test function in a test file."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    imports = [
+        s
+        for s in tree.body
+        if isinstance(s, (ast.Import, ast.ImportFrom))
+        and not (isinstance(s, ast.ImportFrom) and s.level)
+        and not any(
+            (a.name if isinstance(s, ast.Import) else s.module or "").split(".")[0] in SKIPPED_IMPORTS
+            for a in s.names
+        )
+    ]
+    helpers = [
+        s
+        for s in tree.body
+        if _defined(s)
+        and not (isinstance(s, (ast.FunctionDef, ast.ClassDef)) and s.name.lower().startswith("test"))
+    ]
+    programs = []
+    for func, body in _test_bodies(tree):
+        module = ast.Module(body=body, type_ignores=[])
+        needed = _names(module)
+        if needed & SKIPPED_IMPORTS:
+            continue
+        chosen: list[ast.stmt] = []
+        for _ in range(3):  # helpers that helpers use, a few levels deep
+            chosen = [h for h in helpers if _defined(h) & needed]
+            needed |= {n for h in chosen for n in _names(h)}
+        if any(n in SKIPPED_IMPORTS for h in chosen for n in _names(h)):
+            continue
+        statements = [*imports, *sorted(chosen, key=lambda s: s.lineno), *body]
+        try:
+            program = ast.unparse(ast.Module(body=statements, type_ignores=[]))
+        except (ValueError, RecursionError):
+            continue
+        programs.append((func.lineno, program + "\n"))
+    return programs
+
+
+def doc_programs(text: str) -> list[tuple[int, str]]:
+    """(line, code) of each Python code block and each run of `>>>` lines of a documentation file."""
+    found: list[tuple[int, str]] = []
+    examples = doctest.DocTestParser().get_examples(text)
+    run: list[doctest.Example] = []
+    for example in [*examples, None]:
+        if run and (example is None or example.lineno > run[-1].lineno + run[-1].source.count("\n") + 12):
+            found.append((run[0].lineno + 1, "".join(e.source for e in run)))
+            run = []
+        if example is not None:
+            run.append(example)
+    snippets, _ = _code_blocks(text)
+    cursor = 0  # the blocks come in the file's order: each is looked for after the previous one
+    for snippet in snippets:
+        first = snippet.strip().splitlines()[0] if snippet.strip() else ""
+        at = text.find(first, cursor) if first else -1
+        cursor = at + 1 if at >= 0 else cursor
+        found.append((text[:at].count("\n") + 1 if at >= 0 else 0, snippet))
+    return found
+
+
+def mine(files: dict[str, str], apis: list[dict]) -> dict[str, list[Mined]]:
+    """qualname -> the examples that call it, from tests then docs, at most `PER_API` per source,
+    the shortest first. `apis`: rows with `qualname`, `kind`, `module`."""
+    candidates: list[Mined] = []
+    for path, text in sorted(files.items()):
+        if is_test_file(path):
+            candidates += [Mined(code, "tests", f"{path}:{line}") for line, code in test_programs(path, text)]
+        elif is_doc_file(path):
+            candidates += [Mined(code, "docs", f"{path}:{line}") for line, code in doc_programs(text)]
+    found: dict[str, list[Mined]] = {}
+    for api in apis:
+        pattern = call_pattern(api["qualname"], api.get("kind", "function"))
+        root = str(api.get("module") or api["qualname"]).split(".")[0]
+        specific = len(api["qualname"].rsplit(".", 1)[-1]) >= 8  # a doc block may lean on earlier imports
+        for source in ("tests", "docs"):
+            matching = sorted(
+                {
+                    m
+                    for m in candidates
+                    if m.source == source
+                    and pattern.search(m.code)
+                    and (root in m.code or (source == "docs" and specific))
+                },
+                key=lambda m: (len(m.code), m.origin),
+            )
+            found.setdefault(api["qualname"], []).extend(matching[:PER_API])
+    return {q: ms for q, ms in found.items() if ms}
+
+
+def mine_sdist(path: Path, apis: list[dict]) -> dict[str, list[Mined]]:
+    """`mine` over an sdist file (an unreadable archive mines nothing)."""
+    try:
+        files = read_sdist(path)
+    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError):
+        return {}
+    return mine(files, apis)
