@@ -137,7 +137,22 @@ def prose(doc: docstring_parser.Docstring | None, fallback: str) -> str:
     else:
         text = "\n\n".join(p for p in (doc.short_description, doc.long_description) if p)
     lines = [line for line in text.split("\n") if not _EXAMPLES_HEADER.match(line)]
+    lines = [line for i, line in enumerate(lines) if not _dangling(lines, i)]
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def _dangling(lines: list[str], i: int) -> bool:
+    """A line that introduces something (`For example:`, `Usage::`) whose block went to E: the next
+    non-blank line is not indented under it, or there is none."""
+    if not lines[i].rstrip().endswith(":"):
+        return False
+    indent = len(lines[i]) - len(lines[i].lstrip())
+    following = next((line for line in lines[i + 1 :] if line.strip()), None)
+    return (
+        following is None
+        or len(following) - len(following.lstrip()) <= indent
+        and not re.match(r"\s*([-*+]|\d+[.)])\s", following)
+    )
 
 
 # ------------------------------------------------------------------------------------------ M code

@@ -56,9 +56,20 @@ def strip_name(text: str, bundle: dict[str, Any]) -> str:
     return text
 
 
+# A full stop after these does not end a sentence.
+_ABBREVIATIONS = r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)(?<!\bcf)(?<!\bNo)"
+
+
+def first_sentence(text: str) -> str:
+    """The text's first sentence, whole: not cut at "e.g." or a version number like "2.0"."""
+    text = " ".join(text.split())
+    parts = re.split(rf"{_ABBREVIATIONS}(?<=[.!?])\s+(?=[A-Z`(\"'])", text, maxsplit=1)
+    return parts[0] if text else ""
+
+
 def describe(bundle: dict[str, Any], inputs: str) -> str:
     prose = (bundle.get("M") or {}).get("prose") or ""
-    first = re.split(r"(?<=[.!?])\s", prose.strip(), maxsplit=1)[0] if prose.strip() else ""
+    first = first_sentence(prose)
     library = bundle["library"]
     text = f"Using the `{library}` library: {first}".rstrip()
     if inputs:

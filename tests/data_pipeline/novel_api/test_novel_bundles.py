@@ -574,3 +574,12 @@ def test_examples_mined_from_a_test_function_and_an_rst_block_become_validated_e
     assert manifest["kept"] == 8 and manifest["dropped"]["no_valid_example"] == 1  # broken only
     assert manifest["example_sources"]["tests"] == 2 and manifest["example_sources"]["docs"] == 1
     assert manifest["mined_examples"] == 4
+
+
+def test_prose_drops_lines_left_dangling_by_removed_examples():
+    from data_pipeline.novel_api.bundles import prose
+
+    text = "Chunk a list.\n\nTo split ten items in threes:\n\nSee also the docs.\n\nLike this::"
+    assert prose(None, text) == "Chunk a list.\n\nSee also the docs."
+    kept = "Options:\n  - a: one\n  - b: two\nAnd a closing line."
+    assert prose(None, kept) == kept  # an introduction with its block still there stays

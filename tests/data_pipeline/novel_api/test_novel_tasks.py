@@ -143,3 +143,12 @@ def test_the_spy_is_not_fooled(sandbox, code):
     task = build_tasks([BUNDLE], sandbox)[0][1]
     result, spy = _run(sandbox, code, task)
     assert not result.passed
+
+
+def test_descriptions_keep_the_first_sentence_whole():
+    from data_pipeline.novel_api.tasks import first_sentence
+
+    assert first_sentence("Split a list, e.g. into chunks. Then more.") == "Split a list, e.g. into chunks."
+    assert first_sentence("Read version 2.0 files.\nOther text.") == "Read version 2.0 files."
+    assert first_sentence("One line without a stop") == "One line without a stop"
+    assert first_sentence("") == ""
