@@ -132,17 +132,7 @@ def _install(
         _run([sys.executable, "-m", "venv", "--clear", str(path)], timeout)
         if as_of:
             _run(
-                [
-                    uv_binary(),
-                    "pip",
-                    "install",
-                    "--python",
-                    str(python),
-                    "--exclude-newer",
-                    as_of,
-                    "-q",
-                    target,
-                ],
+                [uv_binary(), "pip", "install", "--python", str(python), *dated_flags(as_of), "-q", target],
                 timeout,
             )
         else:
@@ -166,6 +156,25 @@ def _install(
         return False, f"installed {library} {installed}, not {label}"
     (path / MARKER).write_text(json.dumps({**want, "installed": installed}, indent=1) + "\n")
     return True, ""
+
+
+# Build backends are exempt from the date: a 2019 setuptools does not run on today's Python, and
+# what a build backend was at the release changes nothing of the library's API.
+BUILD_BACKENDS = (
+    "setuptools",
+    "wheel",
+    "flit-core",
+    "hatchling",
+    "poetry-core",
+    "pdm-backend",
+    "setuptools-scm",
+)
+
+
+def dated_flags(as_of: str) -> list[str]:
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    exempt = [flag for name in BUILD_BACKENDS for flag in ("--exclude-newer-package", f"{name}={now}")]
+    return ["--exclude-newer", as_of, *exempt]
 
 
 def uv_binary() -> str:
@@ -267,10 +276,17 @@ def _run(cmd: list[str], timeout: float) -> str:
 
 
 def error_line(text: str) -> str:
-    """pip's last `ERROR:` line (its verdict), else the last line of output."""
+    """pip's last `ERROR:` line (its verdict); uv's `error:` line with the exception behind it; else
+    the last line of output."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("ERROR:")]
-    return (errors or lines or [""])[-1]
+    if errors:
+        return errors[-1]
+    verdict = next((line for line in lines if line.startswith("error:")), None)
+    if verdict:
+        causes = [line for line in lines if re.match(r"^[A-Za-z_.]*(Error|Exception): ", line)]
+        return f"{verdict} ({causes[-1]})" if causes else verdict
+    return (lines or [""])[-1]
 
 
 def resolve_version(library: str, spec: str) -> str:

@@ -135,3 +135,22 @@ def test_an_old_version_broken_by_newer_dependencies_installs_with_dated_ones(of
     assert _imports(dated, "oldlib").returncode == 0  # deplib 1.0, current when oldlib 1.0 came out
     marker = json.loads((dated.path / "editforge-env.json").read_text())
     assert marker["as_of"] == dated.as_of and marker["installed"] == "1.0"
+
+
+def test_an_installer_failure_is_one_line_with_its_cause():
+    from data_pipeline.novel_api.envs import dated_flags, error_line
+
+    uv = (
+        "error: Failed to build `toolz==0.10.0`\n  cause: The build backend returned an error\n"
+        "         AttributeError: 'HTMLParser' object has no attribute 'unescape'\n\nhint: Build failures ...\n"
+    )
+    assert (
+        error_line(uv)
+        == "error: Failed to build `toolz==0.10.0` (AttributeError: 'HTMLParser' object has no attribute 'unescape')"
+    )
+    assert error_line("Collecting x\nERROR: No matching distribution found for x==9\n") == (
+        "ERROR: No matching distribution found for x==9"
+    )
+    flags = dated_flags("2019-07-12T20:28:09Z")
+    assert flags[:2] == ["--exclude-newer", "2019-07-12T20:28:09Z"]
+    assert any(f.startswith("setuptools=") for f in flags)  # build backends are not dated
