@@ -196,9 +196,23 @@ def _levels(bundle: dict, imports: str, setup: list[str], target: str, call: ast
 
 
 NORM = """
-def _norm(value):
+# (a str.format template: braces doubled)
+def _norm(value, _depth=0):
     # an iterator (a generator, map, ...) is compared by what it yields
-    return list(value) if hasattr(value, "__next__") and hasattr(value, "__iter__") else value
+    if hasattr(value, "__next__") and hasattr(value, "__iter__"):
+        value = list(value)
+    if _depth > 3:
+        return value
+    if type(value) in (list, tuple):
+        return type(value)(_norm(v, _depth + 1) for v in value)
+    if type(value) is dict:
+        return {{k: _norm(v, _depth + 1) for k, v in value.items()}}
+    # an object with the default repr (its address changes every run) is compared by its type and
+    # attributes
+    if type(value).__repr__ is object.__repr__ and hasattr(value, "__dict__"):
+        fields = sorted(vars(value).items(), key=lambda kv: kv[0])
+        return (type(value).__name__, {{k: _norm(v, _depth + 1) for k, v in fields if not k.startswith("__")}})
+    return value
 """
 
 CAPTURE = (

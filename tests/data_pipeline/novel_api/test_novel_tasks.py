@@ -152,3 +152,20 @@ def test_descriptions_keep_the_first_sentence_whole():
     assert first_sentence("Read version 2.0 files.\nOther text.") == "Read version 2.0 files."
     assert first_sentence("One line without a stop") == "One line without a stop"
     assert first_sentence("") == ""
+
+
+def test_an_object_with_the_default_repr_is_compared_by_its_attributes():
+    """Its repr holds an address that changes every run; its type and attributes do not."""
+    from data_pipeline.novel_api.tasks import NORM
+
+    namespace: dict = {}
+    exec(NORM.format(), namespace)
+    norm = namespace["_norm"]
+
+    class Parsed:
+        def __init__(self, raw):
+            self._raw, self.count = raw, 1
+
+    assert norm(Parsed({"name": "x"})) == ("Parsed", {"_raw": {"name": "x"}, "count": 1})
+    assert norm([Parsed(1), iter([2])]) == [("Parsed", {"_raw": 1, "count": 1}), [2]]
+    assert norm(Parsed(1)) != norm(Parsed(2))
