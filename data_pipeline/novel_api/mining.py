@@ -36,6 +36,7 @@ MAX_FILE_BYTES = 400_000  # a generated or vendored file this large is not docum
 PER_API = 3  # examples kept per API and source, the shortest first
 SKIPPED_IMPORTS = {"pytest", "unittest", "hypothesis", "conftest", "mock", "doctest"}
 DOC_SUFFIXES = (".rst", ".md", ".txt")
+_DOCTEST_OPTION = re.compile(r"#\s*doctest:[^\n]*")
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,33 @@ def _takes_args(func: ast.FunctionDef, allowed: int) -> bool:
     )
 
 
+class _RaisesToTry(ast.NodeTransformer):
+    """`with pytest.raises(E): body` -> `try: body / except E: pass / else: raise AssertionError`,
+    so a test that checks an error needs no pytest (one that reads the caught error still does)."""
+
+    def visit_With(self, node: ast.With) -> ast.AST:
+        self.generic_visit(node)
+        item = node.items[0] if len(node.items) == 1 else None
+        call = item.context_expr if item else None
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "raises"
+            and isinstance(call.func.value, ast.Name)
+            and call.func.value.id == "pytest"
+            and call.args
+            and item.optional_vars is None
+        ):
+            return node
+        failed = ast.Raise(
+            exc=ast.Call(ast.Name("AssertionError", ast.Load()), [ast.Constant("did not raise")], [])
+        )
+        handler = ast.ExceptHandler(type=call.args[0], name=None, body=[ast.Pass()])
+        return ast.copy_location(
+            ast.Try(body=node.body, handlers=[handler], orelse=[failed], finalbody=[]), node
+        )
+
+
 def test_programs(path: str, text: str) -> list[tuple[int, str]]:
     """(line, standalone program) of each fixture-free test function in a test file."""
     try:
@@ -193,6 +221,7 @@ def test_programs(path: str, text: str) -> list[tuple[int, str]]:
     ]
     programs = []
     for func, body in _test_bodies(tree):
+        body = [_RaisesToTry().visit(statement) for statement in body]
         module = ast.Module(body=body, type_ignores=[])
         needed = _names(module)
         if needed & SKIPPED_IMPORTS:
@@ -215,7 +244,11 @@ def test_programs(path: str, text: str) -> list[tuple[int, str]]:
 def doc_programs(text: str) -> list[tuple[int, str]]:
     """(line, code) of each Python code block and each run of `>>>` lines of a documentation file."""
     found: list[tuple[int, str]] = []
-    examples = doctest.DocTestParser().get_examples(text)
+    # a project's own doctest options (`+SKIPBLOCK`) would stop the standard parser; they are comments
+    try:
+        examples = doctest.DocTestParser().get_examples(_DOCTEST_OPTION.sub("", text))
+    except ValueError:  # an example the parser cannot read: the file's code blocks still count
+        examples = []
     run: list[doctest.Example] = []
     for example in [*examples, None]:
         if run and (example is None or example.lineno > run[-1].lineno + run[-1].source.count("\n") + 12):

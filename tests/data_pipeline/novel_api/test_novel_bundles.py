@@ -550,30 +550,36 @@ def test_examples_mined_from_a_test_function_and_an_rst_block_become_validated_e
     files = read_sdist(sdist)
     assert "tests/test_core.py" in files and "docs/usage.rst" in files  # the top folder dropped
     programs = dict(test_programs("tests/test_core.py", files["tests/test_core.py"]))
-    assert list(programs) == [11, 26]  # no fixture, no pytest: the first test and the Test class's method
+    # no fixture: the first test, the one whose pytest.raises became a try, the Test class's method
+    assert list(programs) == [11, 20, 26]
+    assert "except TypeError:\n    pass\nelse:\n    raise AssertionError" in programs[20]
     assert programs[11] == (
         "from novlib.core import quiet, spin\nLIMIT = 3\n\ndef _double(v):\n    return 2 * v\n"
         "value = _double(LIMIT)\nassert quiet(value) == 6\n"
     )
     mined = mine_sdist(sdist, [r for r in rows if r.get("kept")])
     assert {q: [m.origin for m in ms] for q, ms in mined.items()} == {
-        "quiet": ["tests/test_core.py:11"],
+        "quiet": ["tests/test_core.py:11", "tests/test_core.py:20"],  # the shortest first
         "spin": ["tests/test_core.py:26"],
         "Box": ["docs/usage.rst:16", "docs/usage.rst:8"],  # the shortest first
     }
     manifest = build_bundles(copy, timeout_s=2.0, mined=mined)
     bundles = {b["qualname"]: b for b in map(json.loads, (copy / "bundles.jsonl").read_text().splitlines())}
-    quiet = bundles["quiet"]["E"]  # no docstring example: kept for its test
-    assert quiet == [
-        {"code": programs[11], "output": "", "source": "tests", "origin": "tests/test_core.py:11"}
-    ]
+    quiet = bundles["quiet"]["E"]  # no docstring example: kept for its tests
+    assert quiet[0] == {
+        "code": programs[11],
+        "output": "",
+        "source": "tests",
+        "origin": "tests/test_core.py:11",
+    }
+    assert [e["origin"] for e in quiet] == ["tests/test_core.py:11", "tests/test_core.py:20"]
     box = [e for e in bundles["Box"]["E"] if e["source"] == "docs"]
     assert [e["origin"] for e in box] == ["docs/usage.rst:8"]  # the broken block did not run
     # spin's doctest hangs, its test runs: a bundle now
     assert [(e["source"], e["origin"]) for e in bundles["spin"]["E"]] == [("tests", "tests/test_core.py:26")]
     assert manifest["kept"] == 8 and manifest["dropped"]["no_valid_example"] == 1  # broken only
-    assert manifest["example_sources"]["tests"] == 2 and manifest["example_sources"]["docs"] == 1
-    assert manifest["mined_examples"] == 4
+    assert manifest["example_sources"]["tests"] == 3 and manifest["example_sources"]["docs"] == 1
+    assert manifest["mined_examples"] == 5
 
 
 def test_prose_drops_lines_left_dangling_by_removed_examples():
