@@ -280,6 +280,12 @@ def mine(files: dict[str, str], apis: list[dict]) -> dict[str, list[Mined]]:
         pattern = call_pattern(api["qualname"], api.get("kind", "function"))
         root = str(api.get("module") or api["qualname"]).split(".")[0]
         specific = len(api["qualname"].rsplit(".", 1)[-1]) >= 8  # a doc block may lean on earlier imports
+        # a method's name alone matches any object's: its class must be named too
+        owner = (
+            api["qualname"].rsplit(".", 2)[-2]
+            if api.get("kind") == "method" and api["qualname"].count(".") >= 2
+            else ""
+        )
         for source in ("tests", "docs"):
             matching = sorted(
                 {
@@ -287,12 +293,17 @@ def mine(files: dict[str, str], apis: list[dict]) -> dict[str, list[Mined]]:
                     for m in candidates
                     if m.source == source
                     and pattern.search(m.code)
+                    and (not owner or re.search(rf"\b{re.escape(owner)}\b", _without_imports(m.code)))
                     and (root in m.code or (source == "docs" and specific))
                 },
                 key=lambda m: (len(m.code), m.origin),
             )
             found.setdefault(api["qualname"], []).extend(matching[:PER_API])
     return {q: ms for q, ms in found.items() if ms}
+
+
+def _without_imports(code: str) -> str:
+    return "\n".join(line for line in code.splitlines() if not line.startswith(("import ", "from ")))
 
 
 def mine_sdist(path: Path, apis: list[dict]) -> dict[str, list[Mined]]:

@@ -77,9 +77,21 @@ def describe(bundle: dict[str, Any], inputs: str) -> str:
     return strip_name(text + " The answer is what `solve` returns.", bundle)
 
 
+def _executed(stmt: ast.stmt):
+    """The nodes of `stmt` that run when it runs: not the bodies of the functions, lambdas and
+    classes it defines (a call there runs only if something calls them)."""
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
 def _target_call(tree: ast.Module, short: str) -> tuple[int, ast.Call] | None:
     for index, stmt in enumerate(tree.body):
-        for node in ast.walk(stmt):
+        for node in _executed(stmt):
             if isinstance(node, ast.Call):
                 func = node.func
                 name = (
@@ -131,6 +143,9 @@ def drafts(bundle: dict[str, Any]) -> list[Draft]:
             for s in setup
             if isinstance(s, (ast.Import, ast.ImportFrom))
             for a in s.names
+        }
+        bound |= {
+            s.name for s in setup if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         }
         free = [n for n in _free_names([*setup, call], bound) if n != short]
         imports = f"import {module}\n" + (f"from {module} import {', '.join(free)}\n" if free else "")

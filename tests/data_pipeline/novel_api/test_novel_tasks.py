@@ -169,3 +169,25 @@ def test_an_object_with_the_default_repr_is_compared_by_its_attributes():
     assert norm(Parsed({"name": "x"})) == ("Parsed", {"_raw": {"name": "x"}, "count": 1})
     assert norm([Parsed(1), iter([2])]) == [("Parsed", {"_raw": 1, "count": 1}), [2]]
     assert norm(Parsed(1)) != norm(Parsed(2))
+
+
+def test_the_target_call_runs_at_top_level_and_setup_classes_are_bound():
+    """An example from a test: a class defined before the call is setup, not an import; a call of
+    the API inside a function it defines is not the one a task can use."""
+    from data_pipeline.novel_api.tasks import drafts
+
+    code = "class Model:\n    size = 2\n\ndef later():\n    return api(0)\n\nm = Model()\nout = api(m)\n"
+    bundle = {"qualname": "lib.mod.api", "module": "lib.mod", "library": "lib", "paths": ["lib.mod.api"],
+              "M": {"prose": "Apply it."}, "E": [{"code": code, "output": "", "source": "tests"}]}  # fmt: skip
+    first = drafts(bundle)[0]
+    assert "from lib.mod import" not in first.reference  # Model and later are the example's own
+    assert "class Model:" in first.reference and "result = lib.mod.api(m)" in first.reference
+
+
+def test_a_method_is_mined_only_where_its_class_is_named():
+    from data_pipeline.novel_api.mining import mine
+
+    files = {"tests/test_a.py": "from lib import Schema, other\n\ndef test_one():\n    other.build()\n\n"
+             "def test_two():\n    Schema().build()\n"}  # fmt: skip
+    found = mine(files, [{"qualname": "lib.Schema.build", "kind": "method", "module": "lib"}])
+    assert [m.origin for m in found["lib.Schema.build"]] == ["tests/test_a.py:6"]
