@@ -143,31 +143,73 @@ def _defined(node: ast.stmt) -> set[str]:
 
 
 def _test_bodies(tree: ast.Module) -> list[tuple[ast.FunctionDef, list[ast.stmt]]]:
-    """Test functions that need no fixture: top-level `test_*()` and `Test*` methods that only take
-    an unused `self`."""
+    """Test functions that need no fixture: top-level `test_*` and `Test*` methods (with an unused
+    `self`), their parameters only those `pytest.mark.parametrize` gives, bound to its first case."""
     found = []
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name.startswith("test") and not _takes_args(node, 0):
-            found.append((node, node.body))
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+            body = _bound_body(node, 0)
+            if body is not None:
+                found.append((node, body))
         elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
             for item in node.body:
-                if (
-                    isinstance(item, ast.FunctionDef)
-                    and item.name.startswith("test")
-                    and not _takes_args(item, 1)
-                    and "self" not in _names(ast.Module(body=item.body, type_ignores=[]))
-                ):
-                    found.append((item, item.body))
+                if isinstance(item, ast.FunctionDef) and item.name.startswith("test"):
+                    body = _bound_body(item, 1)
+                    if body is not None and "self" not in _names(ast.Module(body=body, type_ignores=[])):
+                        found.append((item, body))
     return found
 
 
-def _takes_args(func: ast.FunctionDef, allowed: int) -> bool:
+def _bound_body(func: ast.FunctionDef, skip: int) -> list[ast.stmt] | None:
+    """The function's body after assignments of its parametrized arguments' first case; None when
+    it needs anything else (a fixture, another decorator, *args)."""
     a = func.args
-    return (
-        bool(func.decorator_list)
-        or len(a.posonlyargs) + len(a.args) > allowed
-        or bool(a.vararg or a.kwarg or a.kwonlyargs)
-    )
+    if a.posonlyargs or a.vararg or a.kwarg or a.kwonlyargs or a.defaults:
+        return None
+    params = [arg.arg for arg in a.args[skip:]]
+    given: dict[str, ast.expr] = {}
+    for decorator in func.decorator_list:
+        case = _first_case(decorator)
+        if case is None:
+            return None
+        given.update(case)
+    if set(params) != set(given):
+        return None
+    assigns = [
+        ast.Assign(targets=[ast.Name(name, ast.Store())], value=given[name], lineno=0) for name in params
+    ]
+    return [*assigns, *func.body]
+
+
+def _first_case(decorator: ast.expr) -> dict[str, ast.expr] | None:
+    """`@pytest.mark.parametrize("a, b", [(1, 2), ...])` -> {"a": 1, "b": 2}; None for any other decorator."""
+    if not (
+        isinstance(decorator, ast.Call)
+        and ast.unparse(decorator.func) == "pytest.mark.parametrize"
+        and len(decorator.args) >= 2
+        and isinstance(decorator.args[1], (ast.List, ast.Tuple))
+        and decorator.args[1].elts
+    ):
+        return None
+    first_arg = decorator.args[0]
+    if isinstance(first_arg, ast.Constant) and isinstance(first_arg.value, str):
+        names = [n.strip() for n in first_arg.value.split(",") if n.strip()]
+    elif isinstance(first_arg, (ast.List, ast.Tuple)) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in first_arg.elts
+    ):
+        names = [e.value for e in first_arg.elts]
+    else:
+        return None
+    case = decorator.args[1].elts[0]
+    if isinstance(case, ast.Call) and ast.unparse(case.func) == "pytest.param":  # pytest.param(1, 2, id=...)
+        values = list(case.args)
+    elif len(names) == 1:
+        values = [case]
+    elif isinstance(case, (ast.Tuple, ast.List)):
+        values = list(case.elts)
+    else:
+        return None
+    return dict(zip(names, values, strict=True)) if len(values) == len(names) else None
 
 
 class _RaisesToTry(ast.NodeTransformer):

@@ -191,3 +191,19 @@ def test_a_method_is_mined_only_where_its_class_is_named():
              "def test_two():\n    Schema().build()\n"}  # fmt: skip
     found = mine(files, [{"qualname": "lib.Schema.build", "kind": "method", "module": "lib"}])
     assert [m.origin for m in found["lib.Schema.build"]] == ["tests/test_a.py:6"]
+
+
+def test_a_parametrized_test_is_mined_with_its_first_case_bound():
+    from data_pipeline.novel_api.mining import test_programs
+
+    source = (
+        "import pytest\nfrom lib import f\n\n"
+        '@pytest.mark.parametrize("x, expected", [(1, 2), (3, 4)])\ndef test_a(x, expected):\n'
+        "    assert f(x) == expected\n\n"
+        '@pytest.mark.parametrize("v", [pytest.param(5, id="five")])\ndef test_b(v):\n    assert f(v)\n\n'
+        "@pytest.mark.skip\ndef test_c():\n    f(1)\n\ndef test_d(tmp_path):\n    f(tmp_path)\n"
+    )
+    assert test_programs("tests/test_x.py", source) == [
+        (5, "from lib import f\nx = 1\nexpected = 2\nassert f(x) == expected\n"),
+        (9, "from lib import f\nv = 5\nassert f(v)\n"),
+    ]  # test_c has another decorator, test_d a fixture
