@@ -122,10 +122,13 @@ def is_doc_file(path: str) -> bool:
 
 
 def call_pattern(qualname: str, kind: str) -> re.Pattern[str]:
-    """What a call of the API looks like in text: `name(` (`.name(` for a method), a class by its name."""
+    """What a use of the API looks like in text (outside the imports): a call `name(` (`.name(`
+    for a method); a class by its name anywhere (an annotation, `TypeAdapter(Cls)`) as well."""
     short = qualname.rsplit(".", 1)[-1]
     if kind == "method":
         return re.compile(rf"\.{re.escape(short)}\s*\(")
+    if kind == "class":
+        return re.compile(rf"\b{re.escape(short)}\b")
     return re.compile(rf"\b{re.escape(short)}\s*\(")
 
 
@@ -334,7 +337,7 @@ def mine(files: dict[str, str], apis: list[dict]) -> dict[str, list[Mined]]:
                     m
                     for m in candidates
                     if m.source == source
-                    and pattern.search(m.code)
+                    and pattern.search(_without_imports(m.code))
                     and (not owner or re.search(rf"\b{re.escape(owner)}\b", _without_imports(m.code)))
                     and (root in m.code or (source == "docs" and specific))
                 },

@@ -207,3 +207,12 @@ def test_a_parametrized_test_is_mined_with_its_first_case_bound():
         (5, "from lib import f\nx = 1\nexpected = 2\nassert f(x) == expected\n"),
         (9, "from lib import f\nv = 5\nassert f(v)\n"),
     ]  # test_c has another decorator, test_d a fixture
+
+
+def test_a_class_is_mined_where_it_is_named_outside_the_imports():
+    from data_pipeline.novel_api.mining import mine
+
+    files = {"tests/test_u.py": "from lib import FtpUrl, check\n\ndef test_import_only():\n    check(1)\n\n"
+             "def test_annotation():\n    x: FtpUrl = check('ftp://a')\n"}  # fmt: skip
+    found = mine(files, [{"qualname": "lib.FtpUrl", "kind": "class", "module": "lib"}])
+    assert [m.origin for m in found["lib.FtpUrl"]] == ["tests/test_u.py:6"]
