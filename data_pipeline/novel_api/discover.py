@@ -32,7 +32,10 @@ from data_pipeline.novel_api.envs import (
     DATE,
     LibraryEnv,
     create_env,
+    declared_requirements,
     error_line,
+    install_extras,
+    needed_extras,
     older,
     resolve_version,
     same_version,
@@ -107,6 +110,7 @@ def discover(
         )
     import_name = import_name or find_import_name(envs["new"], library)
     found = both(lambda r: run_introspect(envs[r], import_name, library, timeout))
+    extras = both(lambda r: with_extras(envs[r], library, import_name, found, r, timeout))
     # the new version's candidates must run (bundles execute their examples): only imported modules count
     new_apis = [a for a in found["new"]["apis"] if not a.get("static")]
     candidates = novel(found["old"]["apis"], new_apis)
@@ -140,6 +144,7 @@ def discover(
         newly_public=promoted,
         failed_modules={r: found[r]["failed_modules"] for r in ROLES},
         static_modules={r: found[r].get("static_modules", []) for r in ROLES},
+        extras=extras,
         introspect_errors={r: found[r]["error"] for r in ROLES if found[r]["error"]},
         install_errors={},
     )
@@ -217,6 +222,20 @@ def run_introspect(env: LibraryEnv, import_name: str, library: str, timeout: flo
             else str(exc)
         )
         return {"apis": [], "failed_modules": {import_name: error}, "license": None, "error": error}
+
+
+def with_extras(
+    env: LibraryEnv, library: str, import_name: str, found: dict, role: str, timeout: float
+) -> dict:
+    """Modules that failed for want of an optional dependency the library declares as an extra get
+    that extra installed (dated like the env) and the env introspected again; what was added, or why not."""
+    extras = needed_extras(declared_requirements(env, library), found[role]["failed_modules"])
+    if not extras:
+        return {"installed": [], "error": None}
+    error = install_extras(env, library, extras, timeout)
+    if not error:
+        found[role] = run_introspect(env, import_name, library, timeout)
+    return {"installed": [] if error else extras, "error": error or None}
 
 
 def tail_key(api: dict) -> tuple[str, str]:

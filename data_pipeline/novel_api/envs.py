@@ -39,6 +39,8 @@ SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
 DATED_MARGIN = timedelta(days=1)
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 INSTALLED_VERSION = "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))"
+REQUIRES = "import importlib.metadata as m, json, sys; print(json.dumps(m.requires(sys.argv[1]) or []))"
+MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
 # Set in the caller's environment these would send pip's install somewhere else than the venv.
 PIP_REDIRECTS = ("PIP_TARGET", "PIP_PREFIX", "PIP_ROOT", "PIP_USER")
 
@@ -175,6 +177,72 @@ def dated_flags(as_of: str) -> list[str]:
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     exempt = [flag for name in BUILD_BACKENDS for flag in ("--exclude-newer-package", f"{name}={now}")]
     return ["--exclude-newer", as_of, *exempt]
+
+
+def needed_extras(requires: list[str], failed: dict[str, str]) -> list[str]:
+    """The library's extras that provide a module its failed imports miss (`greenlet` for
+    sqlalchemy's asyncio): `requires` are its Requires-Dist lines, `failed` module -> error."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    missing = {
+        _normalized(m.group(1).split(".")[0]) for e in failed.values() if (m := MISSING_MODULE.search(e))
+    }
+    extras: set[str] = set()
+    for line in requires:
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            continue
+        marker = str(requirement.marker or "")
+        named = re.findall(r"extra\s*==\s*['\"]([^'\"]+)['\"]", marker)
+        if named and _normalized(requirement.name) in missing:
+            extras.update(named)
+    return sorted(extras)
+
+
+def install_extras(env: LibraryEnv, library: str, extras: list[str], timeout: float = 1800.0) -> str:
+    """Add `library[extras]` (same version, same date) to the env; "" or the installer's one-line error."""
+    target = f"{library}[{','.join(extras)}]=={env.version}"
+    try:
+        if env.as_of:
+            _run(
+                [
+                    uv_binary(),
+                    "pip",
+                    "install",
+                    "--python",
+                    str(env.python),
+                    *dated_flags(env.as_of),
+                    "-q",
+                    target,
+                ],
+                timeout,
+            )
+        else:
+            _run(
+                [
+                    str(env.python),
+                    "-m",
+                    "pip",
+                    "install",
+                    "--disable-pip-version-check",
+                    "-q",
+                    "--no-input",
+                    target,
+                ],
+                timeout,
+            )
+    except _Failed as exc:
+        return str(exc)
+    return ""
+
+
+def declared_requirements(env: LibraryEnv, library: str) -> list[str]:
+    """The library's Requires-Dist lines, as its env's metadata gives them."""
+    try:
+        return json.loads(_run([str(env.python), "-I", "-c", REQUIRES, library], 120))
+    except (_Failed, ValueError):
+        return []
 
 
 def uv_binary() -> str:

@@ -27,6 +27,9 @@ name = "{name}"
 version = "{version}"
 dependencies = {dependencies}
 
+[project.optional-dependencies]
+fast = {fast}
+
 [tool.setuptools]
 packages = ["{name}"]
 """
@@ -35,14 +38,24 @@ RELEASES = {
     ("deplib", "1.0"): ("def old_name():\n    return 'old'\n", [], "2020-01-01T00:00:00Z"),
     ("deplib", "2.0"): ("def new_name():\n    return 'new'\n", [], "2023-01-01T00:00:00Z"),
     ("oldlib", "1.0"): ("from deplib import old_name\n", ["deplib"], "2021-06-01T12:00:00Z"),
+    # deplib only as the extra `fast`: without it the package does not import
+    ("extralib", "1.0"): ("import deplib\n", [], "2021-06-01T12:00:00Z"),
 }
+EXTRAS = {"extralib": ["deplib"]}
 
 
 def _wheel(src: Path, name: str, version: str, code: str, dependencies: list[str], dist: Path) -> Path:
     (src / name).mkdir(parents=True)
     (src / name / "__init__.py").write_text(code)
     (src / "pyproject.toml").write_text(
-        textwrap.dedent(PYPROJECT.format(name=name, version=version, dependencies=json.dumps(dependencies)))
+        textwrap.dedent(
+            PYPROJECT.format(
+                name=name,
+                version=version,
+                dependencies=json.dumps(dependencies),
+                fast=json.dumps(EXTRAS.get(name, [])),
+            )
+        )
     )
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
@@ -154,3 +167,18 @@ def test_an_installer_failure_is_one_line_with_its_cause():
     flags = dated_flags("2019-07-12T20:28:09Z")
     assert flags[:2] == ["--exclude-newer", "2019-07-12T20:28:09Z"]
     assert any(f.startswith("setuptools=") for f in flags)  # build backends are not dated
+
+
+def test_a_module_that_needs_a_declared_extra_gets_it(offline_index, tmp_path):
+    from data_pipeline.novel_api.envs import declared_requirements, install_extras, needed_extras
+
+    env = create_env(tmp_path / "envs", "extralib", "1.0", None, timeout=300)
+    assert env.ok, env.error
+    failed = _imports(env, "extralib")
+    assert failed.returncode != 0
+    error = {"extralib": "ModuleNotFoundError: No module named 'deplib'"}
+    requires = declared_requirements(env, "extralib")
+    assert needed_extras(requires, error) == ["fast"]
+    assert needed_extras(requires, {"extralib": "ImportError: cannot import name 'x'"}) == []
+    assert install_extras(env, "extralib", ["fast"], timeout=300) == ""
+    assert _imports(env, "extralib").returncode == 0  # deplib 1.0, dated like the env
