@@ -48,12 +48,14 @@ INTROSPECT = Path(__file__).with_name("introspect.py")
 FILTERS = (
     "old_module_failed_import",
     "private",
+    "test_module",
     "deprecated",
     "no_source",
     "thin_docstring",
     "inherited_docstring",
 )
 ROLES = ("old", "new")
+TEST_MODULE = re.compile(r"(^|\.)(tests?|conftest|test_\w+|\w+_tests?)(\.|$)")  # numpy.testing is an API
 
 
 def discover(
@@ -266,6 +268,8 @@ def filter_reason(api: dict, old_failed: dict[str, str], min_doc_words: int) -> 
         return "old_module_failed_import"
     if not api["paths"]:
         return "private"
+    if TEST_MODULE.search(api["module"]):  # a package's own test suite (pandas.tests.*) is no API
+        return "test_module"
     if api["deprecated"]:
         return "deprecated"
     if not api["has_source"]:

@@ -163,6 +163,11 @@ def odd_fn(x):
     return x % 2 == 1
 ''',
     "novlib/gui.py": "import novlib_no_such_gui_toolkit  # noqa: F401\n",  # fails in 2.0 only
+    "novlib/tests/__init__.py": "",
+    "novlib/tests/test_core.py": '''
+def test_shout_adds_a_mark():
+    """The library's own test suite, shipped inside the package: not an API."""
+''',
     "novlib/extra.py": '''"""Extras with an explicit export list."""
 
 __all__ = ["shiny"]
@@ -183,6 +188,12 @@ def not_exported():
 EXPECTED = {
     "novlib.broken.static_new": ("function", "novlib.broken.static_new", ["novlib.broken.static_new"], None),
     "novlib.odd.odd_fn": ("function", "novlib.odd.odd_fn", ["novlib.odd.odd_fn"], "old_module_failed_import"),
+    "novlib.tests.test_core.test_shout_adds_a_mark": (
+        "function",
+        "novlib.tests.test_core.test_shout_adds_a_mark",
+        ["novlib.tests.test_core.test_shout_adds_a_mark"],
+        "test_module",
+    ),
     "novlib.core.Farewell": ("class", "novlib.core.Farewell", ["novlib.core.Farewell"], None),
     "novlib.core.Farewell.bye": ("method", "novlib.core.Farewell.bye", ["novlib.core.Farewell.bye"], None),
     "novlib.core.Farewell._private_m": ("method", "novlib.core.Farewell._private_m", [], "private"),
@@ -289,8 +300,8 @@ def test_manifest_counts_every_filter_and_failed_module(run):
     assert manifest["import_name"] == "novlib"  # found from the distribution's files
     assert manifest["counts"] == {
         "old_apis": 8,  # moved greet removed_fn Greeter Greeter.hello slugify camel, broken.fixed_fn (read)
-        "new_apis": 19,
-        "candidates": 14,
+        "new_apis": 20,
+        "candidates": 15,
         "newly_public": 1,
         "kept": 6,
         "filtered": {f: (3 if f == "private" else 1) for f in FILTERS},
