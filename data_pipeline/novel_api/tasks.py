@@ -78,13 +78,14 @@ def describe(bundle: dict[str, Any], inputs: str) -> str:
 
 
 def _executed(stmt: ast.stmt):
-    """The nodes of `stmt` that run when it runs: not the bodies of the functions, lambdas and
-    classes it defines (a call there runs only if something calls them)."""
+    """The nodes of `stmt` that run when it runs and return: not the bodies of the functions,
+    lambdas and classes it defines (a call there runs only if something calls them), nor of a
+    `try` (a test's expected error: the call there is meant to raise)."""
     stack: list[ast.AST] = [stmt]
     while stack:
         node = stack.pop()
         yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Try)):
             continue
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
@@ -122,9 +123,13 @@ def drafts(bundle: dict[str, Any]) -> list[Draft]:
     """Up to three tasks (L1-L3) from the first example whose code calls the API."""
     module = bundle["module"]
     short = bundle["qualname"].rsplit(".", 1)[-1]
+    session = ""  # a docstring's doctest is one session: each chunk sees what the earlier ones defined
     for example in bundle.get("E", []):
+        code = session + example["code"] if example.get("source") == "doctest" else example["code"]
+        if example.get("source") == "doctest":
+            session = code.rstrip("\n") + "\n"
         try:
-            tree = ast.parse(example["code"])
+            tree = ast.parse(code)
         except SyntaxError:
             continue
         found = _target_call(tree, short)

@@ -216,3 +216,19 @@ def test_a_class_is_mined_where_it_is_named_outside_the_imports():
              "def test_annotation():\n    x: FtpUrl = check('ftp://a')\n"}  # fmt: skip
     found = mine(files, [{"qualname": "lib.FtpUrl", "kind": "class", "module": "lib"}])
     assert [m.origin for m in found["lib.FtpUrl"]] == ["tests/test_u.py:6"]
+
+
+def test_a_doctest_is_one_session_and_an_expected_error_is_not_a_target():
+    from data_pipeline.novel_api.tasks import drafts
+
+    session = [
+        {"code": "data = [3, 1]\n", "output": "", "source": "doctest"},
+        {"code": "api(data)\n", "output": "[1, 3]", "source": "doctest"},
+    ]
+    bundle = {"qualname": "lib.api", "module": "lib", "library": "lib", "paths": ["lib.api"],
+              "M": {"prose": "Sort it."}, "E": session}  # fmt: skip
+    first = drafts(bundle)[0]
+    assert "data = [3, 1]" in first.reference and "import data" not in first.reference
+    raising = "try:\n    api(-1)\nexcept ValueError:\n    pass\nout = api([2])\n"
+    bundle["E"] = [{"code": raising, "output": "", "source": "tests"}]
+    assert "result = lib.api([2])" in drafts(bundle)[0].reference
