@@ -441,6 +441,21 @@ def test_a_real_library_from_the_registry(tmp_path):
 
 
 @pytest.mark.slow
+def test_numpy_discovery_finds_the_same_new_apis_as_before_dated_envs(tmp_path):
+    """numpy 1.26.0 -> 2.1.0 worked before dated environments and static reading: the same 58
+    kept APIs (and 377 candidates) come out now (data/numpy_kept_before.json, measured before)."""
+    why = _registry_reachable()
+    if why:
+        pytest.skip(why)
+    before = json.loads((Path(__file__).parent / "data" / "numpy_kept_before.json").read_text())
+    manifest = discover("numpy", before["old"], before["new"], tmp_path)
+    rows = [json.loads(line) for line in (tmp_path / "apis.jsonl").read_text().splitlines()]
+    assert sorted(r["qualname"] for r in rows if r["kept"]) == before["kept"]
+    assert manifest["counts"]["candidates"] == before["candidates"]
+    assert {e["resolver"] for e in manifest["environments"].values()} == {"uv --exclude-newer"}
+
+
+@pytest.mark.slow
 def test_a_cutoff_date_resolves_from_upload_times():
     try:
         assert resolve_version("boltons", "2021-01-01") == "20.2.1"
