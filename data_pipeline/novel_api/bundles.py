@@ -93,9 +93,13 @@ def parse_doc(text: str) -> docstring_parser.Docstring | None:
 def make_spec(row: dict[str, Any], doc: docstring_parser.Docstring | None) -> dict[str, Any] | None:
     """S for an apis.jsonl row: the signature's parameters with the docstring's types and
     descriptions (the signature's annotation wins over a documented type); None without a
-    signature or when it is not a Python parameter list (`core.signatures`)."""
+    signature (a class without one takes `(*args, **kwargs)`) or when it is not a Python
+    parameter list (`core.signatures`)."""
+    # a class whose constructor Python cannot describe (an exception taking a builtin's __init__)
+    # is called with whatever its base takes
+    text = row.get("signature") or ("(*args, **kwargs)" if row.get("kind") == "class" else "")
     try:
-        signature = Signature.from_text(row.get("signature") or "")
+        signature = Signature.from_text(text)
     except SignatureError:
         return None
     documented: dict[str, docstring_parser.DocstringParam] = {}
@@ -123,7 +127,7 @@ def make_spec(row: dict[str, Any], doc: docstring_parser.Docstring | None) -> di
     qualname = row["qualname"]
     return {
         "name": qualname,
-        "signature": f"{qualname}{row['signature']}",
+        "signature": f"{qualname}{text}",
         "params": params,
         "returns": returns,
     }

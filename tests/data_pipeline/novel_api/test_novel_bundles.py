@@ -589,3 +589,10 @@ def test_prose_drops_lines_left_dangling_by_removed_examples():
     assert prose(None, text) == "Chunk a list.\n\nSee also the docs."
     kept = "Options:\n  - a: one\n  - b: two\nAnd a closing line."
     assert prose(None, kept) == kept  # an introduction with its block still there stays
+
+
+def test_a_class_without_a_signature_takes_its_bases_arguments():
+    """An exception class inherits a builtin __init__ that inspect cannot describe."""
+    spec = make_spec({"qualname": "lib.InvalidName", "kind": "class", "signature": None}, None)
+    assert spec["signature"] == "lib.InvalidName(*args, **kwargs)"
+    assert make_spec({"qualname": "lib.f", "kind": "function", "signature": None}, None) is None
