@@ -24,7 +24,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from core.benchmarks.novelapi import CANDIDATE_FILE, program, read_spy
@@ -119,10 +119,16 @@ def _free_names(nodes: list[ast.AST], bound: set[str]) -> list[str]:
     return names
 
 
-def drafts(bundle: dict[str, Any]) -> list[Draft]:
-    """Up to three tasks (L1-L3) from the first example whose code calls the API."""
+EXAMPLES_PER_API = 3  # examples that become tasks, each up to three (L1-L3)
+
+
+def drafts(bundle: dict[str, Any], per_api: int = EXAMPLES_PER_API) -> list[Draft]:
+    """Up to three tasks (L1-L3) from each of the first `per_api` examples whose code calls the API
+    (the first example's ids are `QUALNAME/L1`.., the k-th's `QUALNAME/e<k>/L1`..)."""
     module = bundle["module"]
     short = bundle["qualname"].rsplit(".", 1)[-1]
+    out: list[Draft] = []
+    seen: set[str] = set()
     session = ""  # a docstring's doctest is one session: each chunk sees what the earlier ones defined
     for example in bundle.get("E", []):
         code = session + example["code"] if example.get("source") == "doctest" else example["code"]
@@ -155,8 +161,17 @@ def drafts(bundle: dict[str, Any]) -> list[Draft]:
         free = [n for n in _free_names([*setup, call], bound) if n != short]
         imports = f"import {module}\n" + (f"from {module} import {', '.join(free)}\n" if free else "")
         target = _qualified(call, module, short)
-        return _levels(bundle, imports, [ast.unparse(s) for s in setup], target, call)
-    return []
+        levels = _levels(bundle, imports, [ast.unparse(s) for s in setup], target, call)
+        if not levels or levels[0].reference in seen:
+            continue
+        seen.add(levels[0].reference)
+        if out:  # a later example's tasks: ids of their own
+            tag = f"e{len(seen)}"
+            levels = [replace(d, id=d.id.replace("/L", f"/{tag}/L")) for d in levels]
+        out += levels
+        if len(seen) == per_api:
+            break
+    return out
 
 
 def _qualified(call: ast.Call, module: str, short: str) -> str:

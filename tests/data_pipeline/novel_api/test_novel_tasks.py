@@ -232,3 +232,16 @@ def test_a_doctest_is_one_session_and_an_expected_error_is_not_a_target():
     raising = "try:\n    api(-1)\nexcept ValueError:\n    pass\nout = api([2])\n"
     bundle["E"] = [{"code": raising, "output": "", "source": "tests"}]
     assert "result = lib.api([2])" in drafts(bundle)[0].reference
+
+
+def test_each_of_the_first_three_examples_becomes_tasks():
+    from data_pipeline.novel_api.tasks import drafts
+
+    examples = [{"code": f"api({n})\n", "output": "", "source": "tests"} for n in (1, 1, 2, 3, 4)]
+    bundle = {"qualname": "lib.api", "module": "lib", "library": "lib", "paths": ["lib.api"],
+              "M": {"prose": "Count."}, "E": examples}  # fmt: skip
+    ids = [d.id for d in drafts(bundle)]
+    # the repeated example counts once; three examples, each L1-L3 (its literal argument makes L2, L3)
+    assert ids == ["lib.api/L1", "lib.api/L2", "lib.api/L3", "lib.api/e2/L1", "lib.api/e2/L2", "lib.api/e2/L3",
+                   "lib.api/e3/L1", "lib.api/e3/L2", "lib.api/e3/L3"]  # fmt: skip
+    assert [d.call for d in drafts(bundle) if d.level == 2] == ["solve(1)", "solve(2)", "solve(3)"]
