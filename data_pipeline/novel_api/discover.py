@@ -231,7 +231,8 @@ def with_extras(
 ) -> dict:
     """Modules that failed for want of an optional dependency the library declares as an extra get
     that extra installed (dated like the env) and the env introspected again; what was added, or why not."""
-    extras = needed_extras(declared_requirements(env, library), found[role]["failed_modules"])
+    failed = {m: e for m, e in found[role]["failed_modules"].items() if not TEST_MODULE.search(m)}
+    extras = needed_extras(declared_requirements(env, library), failed) if failed else []
     if not extras:
         return {"installed": [], "error": None}
     error = install_extras(env, library, extras, timeout)

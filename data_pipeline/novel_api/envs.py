@@ -19,8 +19,10 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -188,7 +190,9 @@ def needed_extras(requires: list[str], failed: dict[str, str]) -> list[str]:
         _normalized(m.group(1).split(".")[0]) for e in failed.values() if (m := MISSING_MODULE.search(e))
     }
     extras: set[str] = set()
-    for line in requires:
+    for line in requires:  # extras for the project's own tests, docs or development are not the API's
+        if re.search(r"extra\s*==\s*['\"](tests?|testing|dev|develop|docs?|lint|typing)['\"]", line):
+            continue
         try:
             requirement = Requirement(line)
         except InvalidRequirement:
@@ -245,16 +249,23 @@ def declared_requirements(env: LibraryEnv, library: str) -> list[str]:
         return []
 
 
-def uv_binary() -> str:
-    """uv's executable (a dependency of the project: its resolver can exclude newer releases)."""
-    try:
-        from uv import find_uv_bin
+_UV_LOCK = threading.Lock()
 
-        return find_uv_bin()
-    except (ImportError, FileNotFoundError):
-        raise _Failed(
-            "uv is not installed (pip install uv): dated environments need its --exclude-newer"
-        ) from None
+
+def uv_binary() -> str:
+    """uv's executable (a dependency of the project: its resolver can exclude newer releases).
+    Looked up under a lock: `find_uv_bin` reads sysconfig, whose first use is not thread-safe."""
+    with _UV_LOCK:
+        try:
+            from uv import find_uv_bin
+
+            return find_uv_bin()
+        except (ImportError, FileNotFoundError, TypeError):
+            beside = Path(sys.executable).with_name("uv")
+            found = shutil.which("uv") or (str(beside) if beside.exists() else None)
+    if found is None:
+        raise _Failed("uv is not installed (pip install uv): dated environments need its --exclude-newer")
+    return found
 
 
 def index_url() -> str:

@@ -182,3 +182,15 @@ def test_a_module_that_needs_a_declared_extra_gets_it(offline_index, tmp_path):
     assert needed_extras(requires, {"extralib": "ImportError: cannot import name 'x'"}) == []
     assert install_extras(env, "extralib", ["fast"], timeout=300) == ""
     assert _imports(env, "extralib").returncode == 0  # deplib 1.0, dated like the env
+
+
+def test_extras_for_the_projects_own_tests_or_docs_are_not_installed():
+    from data_pipeline.novel_api.envs import needed_extras
+
+    requires = ['pytest; extra == "test"', 'sphinx; extra == "docs"', 'greenlet; extra == "asyncio"']
+    failed = {
+        "lib.a": "No module named 'pytest'",
+        "lib.b": "No module named 'greenlet'",
+        "lib.c": "No module named 'sphinx'",
+    }
+    assert needed_extras(requires, failed) == ["asyncio"]
