@@ -56,7 +56,7 @@ def find_examples(doc: str | None) -> DocExamples:
     pieces = doctest.DocTestParser().parse(cleaned)
     examples = [p for p in pieces if isinstance(p, doctest.Example) and not p.options.get(doctest.SKIP)]
     text = "".join(p for p in pieces if isinstance(p, str))
-    snippets, text = _code_blocks(text)
+    snippets, text = code_blocks(text)
     return DocExamples(cleaned if examples else None, _chunks(examples), snippets, _tidy(text))
 
 
@@ -96,7 +96,7 @@ def _parses(code: str) -> bool:
     return True
 
 
-def _code_blocks(text: str) -> tuple[list[str], str]:
+def code_blocks(text: str) -> tuple[list[str], str]:
     """Python code blocks of `text` (in order) and `text` without them. Explicit Python blocks leave
     the text even when they do not parse (they are code, not prose); a `::` literal block counts
     only when it parses, and its `Example::` line then reads `Example:`."""

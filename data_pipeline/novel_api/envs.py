@@ -187,7 +187,7 @@ def needed_extras(requires: list[str], failed: dict[str, str]) -> list[str]:
     from packaging.requirements import InvalidRequirement, Requirement
 
     missing = {
-        _normalized(m.group(1).split(".")[0]) for e in failed.values() if (m := MISSING_MODULE.search(e))
+        normalized_name(m.group(1).split(".")[0]) for e in failed.values() if (m := MISSING_MODULE.search(e))
     }
     extras: set[str] = set()
     for line in requires:  # extras for the project's own tests, docs or development are not the API's
@@ -199,7 +199,7 @@ def needed_extras(requires: list[str], failed: dict[str, str]) -> list[str]:
             continue
         marker = str(requirement.marker or "")
         named = re.findall(r"extra\s*==\s*['\"]([^'\"]+)['\"]", marker)
-        if named and _normalized(requirement.name) in missing:
+        if named and normalized_name(requirement.name) in missing:
             extras.update(named)
     return sorted(extras)
 
@@ -276,7 +276,7 @@ def index_url() -> str:
     return SIMPLE_INDEX
 
 
-def _normalized(name: str) -> str:
+def normalized_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -291,10 +291,10 @@ def file_version(filename: str) -> str | None:
     return None
 
 
-def release_time(library: str, version: str, index: str | None = None) -> datetime | None:
-    """When `library==version`'s first file was uploaded, from the index's JSON simple API (PEP 691,
-    `upload-time` of PEP 700); None when the index cannot be read or gives no time."""
-    url = f"{index or index_url()}/{_normalized(library)}/"
+def index_files(library: str, index: str | None = None) -> tuple[str, list[dict]] | None:
+    """(page URL, files) of the library's page in the index's JSON simple API (PEP 691); None when
+    there is no index to ask (`PIP_NO_INDEX`, a local path) or it cannot be read."""
+    url = f"{index or index_url()}/{normalized_name(library)}/"
     if os.environ.get("PIP_NO_INDEX") or not url.startswith(("http://", "https://")):
         return None
     request = urllib.request.Request(url, headers={"Accept": SIMPLE_JSON})
@@ -303,11 +303,17 @@ def release_time(library: str, version: str, index: str | None = None) -> dateti
             files = json.load(response).get("files", [])
     except (urllib.error.URLError, OSError, ValueError, AttributeError):
         return None
+    return url, [f for f in files if isinstance(f, dict)]
+
+
+def release_time(library: str, version: str, index: str | None = None) -> datetime | None:
+    """When `library==version`'s first file was uploaded (`upload-time`, PEP 700); None when the
+    index cannot be read or gives no time."""
+    page = index_files(library, index)
     times = [
         datetime.fromisoformat(f["upload-time"].replace("Z", "+00:00"))
-        for f in files
-        if isinstance(f, dict)
-        and f.get("upload-time")
+        for f in (page[1] if page else [])
+        if f.get("upload-time")
         and (found := file_version(str(f.get("filename", "")))) is not None
         and same_version(found, version)
     ]

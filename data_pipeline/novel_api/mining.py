@@ -5,9 +5,10 @@ its authors meant it to be called, and the docs show the rest. From the new vers
 through the index's JSON simple API, downloaded once into the build folder):
 
 - **tests** (`test_*.py`, `*_test.py`, files under a `tests`/`test` folder): each test function
-  that takes no fixture (no parameters, or only `self` unused), whose body calls the API, becomes
-  a standalone program: the file's imports (not pytest's), the module-level helpers and constants
-  its body uses, then the body itself at top level;
+  that takes no fixture (its parameters only those `pytest.mark.parametrize` gives, bound to the
+  first case; a `Test*` method's `self` unused), whose body uses the API, becomes a standalone
+  program: the file's imports (not pytest's), the module-level helpers and constants its body
+  uses, then the body itself at top level, a `pytest.raises` block turned into try/except;
 - **docs** (`.rst`, `.md`, `.txt` under `doc`/`docs` and the README): each Python code block and each
   run of `>>>` lines that calls the API.
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import ast
 import doctest
-import json
 import re
 import tarfile
 import urllib.error
@@ -29,8 +29,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from data_pipeline.novel_api.docsnippets import _code_blocks
-from data_pipeline.novel_api.envs import SIMPLE_JSON, _normalized, file_version, index_url, same_version
+from data_pipeline.novel_api.docsnippets import code_blocks
+from data_pipeline.novel_api.envs import file_version, index_files, same_version
 
 MAX_FILE_BYTES = 400_000  # a generated or vendored file this large is not documentation
 PER_API = 3  # examples kept per API and source, the shortest first
@@ -50,16 +50,10 @@ class Mined:
 def fetch_sdist(library: str, version: str, folder: Path, index: str | None = None) -> Path | None:
     """The version's source distribution, downloaded into `folder` (kept for a rerun); None when the
     index has none or cannot be read."""
-    url = f"{index or index_url()}/{_normalized(library)}/"
-    if not url.startswith(("http://", "https://")):
+    page = index_files(library, index)
+    if page is None:
         return None
-    try:
-        with urllib.request.urlopen(
-            urllib.request.Request(url, headers={"Accept": SIMPLE_JSON}), timeout=30
-        ) as r:
-            files = json.load(r).get("files", [])
-    except (urllib.error.URLError, OSError, ValueError, AttributeError):
-        return None
+    url, files = page
     for f in files:
         name = str(f.get("filename", ""))
         if name.endswith((".tar.gz", ".zip")) and same_version(file_version(name) or "", version):
@@ -72,8 +66,9 @@ def fetch_sdist(library: str, version: str, folder: Path, index: str | None = No
             except (urllib.error.URLError, OSError, KeyError):
                 return None
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.with_name(name + ".partial").write_bytes(data)
-            target.with_name(name + ".partial").replace(target)
+            partial = target.with_name(name + ".partial")
+            partial.write_bytes(data)
+            partial.replace(target)
             return target
     return None
 
@@ -301,7 +296,7 @@ def doc_programs(text: str) -> list[tuple[int, str]]:
             run = []
         if example is not None:
             run.append(example)
-    snippets, _ = _code_blocks(text)
+    snippets, _ = code_blocks(text)
     cursor = 0  # the blocks come in the file's order: each is looked for after the previous one
     for snippet in snippets:
         first = snippet.strip().splitlines()[0] if snippet.strip() else ""
