@@ -164,7 +164,8 @@ def _tidy(text: str) -> str:
 class Unit:
     """One example run: a docstring's doctest (`kind="doctest"`, `text`) with the defining module's
     namespace as globals, or a snippet (`kind="snippet"`, `text`) run as a script after
-    `import <module>` and `from <module> import *`."""
+    `import <module>` and `from <module> import *`; both see the library's top-level public names
+    too (documentation writes `Flask`, not `flask.app.Flask`), the module's own winning."""
 
     kind: str
     module: str
@@ -242,8 +243,11 @@ for index, unit in enumerate(units):
     try:
         if unit["kind"] == "doctest":
             mod = defining_module(unit["module"], unit["qualname"])
+            top = sys.modules.get(unit["module"].split(".")[0])
+            globs = {k: v for k, v in vars(top).items() if not k.startswith("_")} if top else {}
+            globs.update(mod.__dict__)  # the defining module's own names win
             test = doctest.DocTestParser().get_doctest(
-                unit["text"], mod.__dict__.copy(), unit["qualname"], getattr(mod, "__file__", None), 0)
+                unit["text"], globs, unit["qualname"], getattr(mod, "__file__", None), 0)
             out = []
             runner = doctest.DocTestRunner(
                 verbose=False, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
@@ -253,6 +257,11 @@ for index, unit in enumerate(units):
         else:
             scope = {"__name__": "__main__", "__builtins__": __builtins__}
             m = unit["module"]
+            root = m.split(".")[0]
+            try:  # the library's top-level names first (docs write `Flask`, not `flask.app.Flask`)
+                exec("from " + root + " import *", scope)
+            except BaseException:
+                pass
             exec("import " + m + "\nfrom " + m + " import *", scope)
             exec(compile(unit["text"], "<snippet>", "exec"), scope)
             ok = True

@@ -596,3 +596,17 @@ def test_a_class_without_a_signature_takes_its_bases_arguments():
     spec = make_spec({"qualname": "lib.InvalidName", "kind": "class", "signature": None}, None)
     assert spec["signature"] == "lib.InvalidName(*args, **kwargs)"
     assert make_spec({"qualname": "lib.f", "kind": "function", "signature": None}, None) is None
+
+
+def test_an_example_sees_the_librarys_top_level_names(built):
+    """A snippet listed under a submodule that uses a name only the package's top level exports."""
+    from data_pipeline.novel_api.docsnippets import OK, Unit, run_examples
+
+    python = json.loads((built[0] / "discovery.json").read_text())["python"]["new"]
+    site = next(Path(python).parents[1].glob("lib/python*/site-packages"))
+    (site / "novlib" / "extra.py").write_text("def helper():\n    return 1\n")
+    units = [
+        Unit("snippet", "novlib.extra", "helper", "assert add(1) == 3 and helper() == 1"),
+        Unit("doctest", "novlib.extra", "helper", ">>> add(1) + helper()\n4\n"),
+    ]
+    assert [o.status for o in run_examples(python, units, 5.0)] == [OK, OK]
