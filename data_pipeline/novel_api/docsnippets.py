@@ -210,7 +210,7 @@ class _Events:
 # The child: standard library only, for any Python >= 3.8. Reports go to a duplicate of fd 1; the
 # examples' own output goes to /dev/null (a doctest's is captured by the runner).
 CHILD = r"""
-import doctest, importlib, json, os, sys, traceback
+import contextlib, doctest, importlib, json, os, sys, traceback
 report = os.fdopen(os.dup(1), "w")
 null = os.open(os.devnull, os.O_WRONLY)
 os.dup2(null, 1)
@@ -258,10 +258,10 @@ for index, unit in enumerate(units):
             scope = {"__name__": "__main__", "__builtins__": __builtins__}
             m = unit["module"]
             root = m.split(".")[0]
-            try:  # the library's top-level names first (docs write `Flask`, not `flask.app.Flask`)
+            # the library's top-level names first (docs write `Flask`, not `flask.app.Flask`); a top
+            # level that fails to import leaves the module's own import to report it
+            with contextlib.suppress(BaseException):
                 exec("from " + root + " import *", scope)
-            except BaseException:
-                pass
             exec("import " + m + "\nfrom " + m + " import *", scope)
             exec(compile(unit["text"], "<snippet>", "exec"), scope)
             ok = True
