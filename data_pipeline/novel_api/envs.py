@@ -134,25 +134,7 @@ def _install(
     target = str(wheel.resolve()) if wheel is not None else f"{library}=={label}"
     try:
         _run([sys.executable, "-m", "venv", "--clear", str(path)], timeout)
-        if as_of:
-            _run(
-                [uv_binary(), "pip", "install", "--python", str(python), *dated_flags(as_of), "-q", target],
-                timeout,
-            )
-        else:
-            _run(
-                [
-                    str(python),
-                    "-m",
-                    "pip",
-                    "install",
-                    "--disable-pip-version-check",
-                    "-q",
-                    "--no-input",
-                    target,
-                ],
-                timeout,
-            )
+        _pip_install(python, target, as_of, timeout)
         installed = _run([str(python), "-I", "-c", INSTALLED_VERSION, library], 120).strip()
     except _Failed as exc:
         return False, str(exc)
@@ -208,34 +190,7 @@ def install_extras(env: LibraryEnv, library: str, extras: list[str], timeout: fl
     """Add `library[extras]` (same version, same date) to the env; "" or the installer's one-line error."""
     target = f"{library}[{','.join(extras)}]=={env.version}"
     try:
-        if env.as_of:
-            _run(
-                [
-                    uv_binary(),
-                    "pip",
-                    "install",
-                    "--python",
-                    str(env.python),
-                    *dated_flags(env.as_of),
-                    "-q",
-                    target,
-                ],
-                timeout,
-            )
-        else:
-            _run(
-                [
-                    str(env.python),
-                    "-m",
-                    "pip",
-                    "install",
-                    "--disable-pip-version-check",
-                    "-q",
-                    "--no-input",
-                    target,
-                ],
-                timeout,
-            )
+        _pip_install(env.python, target, env.as_of, timeout)
     except _Failed as exc:
         return str(exc)
     return ""
@@ -250,6 +205,20 @@ def declared_requirements(env: LibraryEnv, library: str) -> list[str]:
 
 
 _UV_LOCK = threading.Lock()
+
+
+def _pip_install(python: Path, target: str, as_of: str | None, timeout: float) -> None:
+    """`target` into the env of `python`: dated by uv when there is a date, else by pip."""
+    if as_of:
+        _run(
+            [uv_binary(), "pip", "install", "--python", str(python), *dated_flags(as_of), "-q", target],
+            timeout,
+        )
+    else:
+        _run(
+            [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "--no-input", target],
+            timeout,
+        )
 
 
 def uv_binary() -> str:

@@ -105,45 +105,35 @@ def _c_p_table(runs: Runs, regime: str, number_: int) -> list[str]:
     ]
 
 
-def _table_5(runs: Runs) -> list[str]:
-    k, split = runs.k, "generalization_canonical"
-    header = ["Method"] + [f"{m} {n}@{k}" for m in runs.models for n in ("C", "P", "A", "W")]
-    pre = ["pre-edit"]
-    for m in runs.models:
-        pre += [_rate(runs.before(m), split, "compiles", k), _rate(runs.before(m), split, "pass", k), "", ""]
+def _split_table(runs: Runs, heading: str, split: str, columns: dict[str, str]) -> list[str]:
+    """One split's rates after single edits, per model (`columns`: label -> metric); the pre-edit
+    row has what the unedited model is scored on, Compiles and Pass."""
+    k = runs.k
+    header = ["Method"] + [f"{m} {label}@{k}" for m in runs.models for label in columns]
+    pre = ["pre-edit"] + [
+        _rate(runs.before(m), split, metric, k) if metric in ("compiles", "pass") else ""
+        for m in runs.models
+        for metric in columns.values()
+    ]
     rows = [pre]
     for editor in runs.editors:
         row = [editor]
         for m in runs.models:
             after = (runs.get(m, editor, "single") or {}).get("after")
-            row += [_rate(after, split, name, k) for name in ("compiles", "pass", "adoption", "workaround")]
+            row += [_rate(after, split, metric, k) for metric in columns.values()]
         rows.append(row)
-    return [
-        f"## Table 5: single edits on the canonically filtered Generalization set (k={k})",
-        "",
-        *markdown(header, rows),
-        "",
-    ]
+    return [f"## {heading} (k={k})", "", *markdown(header, rows), ""]
+
+
+def _table_5(runs: Runs) -> list[str]:
+    columns = {"C": "compiles", "P": "pass", "A": "adoption", "W": "workaround"}
+    heading = "Table 5: single edits on the canonically filtered Generalization set"
+    return _split_table(runs, heading, "generalization_canonical", columns)
 
 
 def _table_6(runs: Runs) -> list[str]:
-    k, split = runs.k, "nonworkaround"
-    header = ["Method"] + [f"{m} {n}@{k}" for m in runs.models for n in ("Compiles", "Pass")]
-    rows = [
-        ["pre-edit"] + [_rate(runs.before(m), split, n, k) for m in runs.models for n in ("compiles", "pass")]
-    ]
-    for editor in runs.editors:
-        row = [editor]
-        for m in runs.models:
-            after = (runs.get(m, editor, "single") or {}).get("after")
-            row += [_rate(after, split, n, k) for n in ("compiles", "pass")]
-        rows.append(row)
-    return [
-        f"## Table 6: single edits on the non-workaroundable subset (k={k})",
-        "",
-        *markdown(header, rows),
-        "",
-    ]
+    heading = "Table 6: single edits on the non-workaroundable subset"
+    return _split_table(runs, heading, "nonworkaround", {"Compiles": "compiles", "Pass": "pass"})
 
 
 def _per_model(runs: Runs, regime: str, first: int) -> list[str]:
