@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -17,6 +22,37 @@ for _folder in sorted({p.parent for p in Path(__file__).resolve().parent.rglob("
         sys.path.append(str(_folder))
 os.environ.setdefault("WANDB_SILENT", "true")
 os.environ.pop("WANDB_API_KEY", None)  # tests never log online
+
+
+class JSONHandler:
+    """Mixed into a test server's request handler: no request log, JSON in and out."""
+
+    def log_message(self, *args):
+        return None
+
+    def read_json(self) -> dict:
+        return json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+
+    def reply_json(self, payload: object, content_type: str = "application/json") -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@contextlib.contextmanager
+def local_server(handler: type) -> Iterator[str]:
+    """`http://127.0.0.1:PORT`, served by `handler` in a thread until the block ends (scripted
+    model endpoints, package indexes)."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 def compose(overrides: list[str]):

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 import torch
+from conftest import JSONHandler, local_server
 
 from core.benchmarks import load_benchmark
 from core.formats import FORMATS
@@ -114,16 +113,13 @@ def test_hf_backend_gives_each_request_what_its_prompt_leaves_of_the_context(sho
     assert run(8192, request) == ["", ""]  # no room left: empty completions, no crash
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONHandler, BaseHTTPRequestHandler):
     calls: list[dict] = []
     fail_first = 0
     die_after: int | None = None
 
-    def log_message(self, *args):
-        return None
-
     def do_POST(self):  # noqa: N802  (http.server's naming)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         cls = type(self)
         cls.calls.append({"path": self.path, **body})
         if cls.fail_first > 0 or (cls.die_after is not None and len(cls.calls) > cls.die_after):
@@ -139,23 +135,14 @@ class _Handler(BaseHTTPRequestHandler):
             ]
         else:
             choices = [{"text": f"x = {i}\n"} for i in range(min(body["n"], 2))]  # returns fewer than asked
-        payload = json.dumps({"choices": choices}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        self.reply_json({"choices": choices})
 
 
 @pytest.fixture
 def server():
     _Handler.calls, _Handler.fail_first, _Handler.die_after = [], 0, None
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
+    with local_server(_Handler) as url:
+        yield f"{url}/v1"
 
 
 def test_openai_chat_backend_sends_messages_and_extracts_code(server):

@@ -7,13 +7,12 @@ import json
 import re
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, JSONHandler, local_server
 
 from eval.evaluation import EvalRun
 from eval.run import to_eval_config
@@ -46,33 +45,22 @@ def run_eval(overrides: list[str], stages=("generate", "execute", "score")) -> d
         run.close()
 
 
-class _RecordingEndpoint(BaseHTTPRequestHandler):
+class _RecordingEndpoint(JSONHandler, BaseHTTPRequestHandler):
     """An OpenAI-compatible /completions endpoint that records each request body."""
 
     bodies: list[dict] = []
 
-    def log_message(self, *args):
-        return None
-
     def do_POST(self):  # noqa: N802  (http.server's naming)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         type(self).bodies.append(body)
-        payload = json.dumps({"choices": [{"text": "x = 1\n"}] * body["n"]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        self.reply_json({"choices": [{"text": "x = 1\n"}] * body["n"]})
 
 
 @pytest.fixture
 def endpoint():
     _RecordingEndpoint.bodies = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _RecordingEndpoint)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
+    with local_server(_RecordingEndpoint) as url:
+        yield f"{url}/v1"
 
 
 def _requests_sent(endpoint: str, out: Path, overrides: list[str]) -> list[dict]:

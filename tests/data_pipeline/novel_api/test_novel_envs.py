@@ -10,10 +10,10 @@ import json
 import subprocess
 import sys
 import textwrap
-import threading
 from pathlib import Path
 
 import pytest
+from conftest import JSONHandler, local_server
 
 from data_pipeline.novel_api.envs import create_env, file_version, release_time
 
@@ -65,32 +65,24 @@ def _wheel(src: Path, name: str, version: str, code: str, dependencies: list[str
     return dist / f"{name}-{version}-py3-none-any.whl"
 
 
-class _Index(http.server.SimpleHTTPRequestHandler):
-    """`/simple/<name>/`: the JSON simple API; `/files/<wheel>`: the wheels."""
+class _Index(JSONHandler, http.server.SimpleHTTPRequestHandler):
+    """`/simple/<name>/`: the JSON simple API; `/files/<wheel>`: the wheels in `root`."""
 
     projects: dict[str, list[dict]] = {}
+    root = Path()
 
     def do_GET(self):  # noqa: N802 (the handler's API)
         parts = [p for p in self.path.split("/") if p]
         if len(parts) == 2 and parts[0] == "simple" and parts[1] in self.projects:
-            body = json.dumps(
-                {"meta": {"api-version": "1.1"}, "name": parts[1], "files": self.projects[parts[1]]}
-            )
-            self.send_response(200)
-            self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body.encode())
+            page = {"meta": {"api-version": "1.1"}, "name": parts[1], "files": self.projects[parts[1]]}
+            self.reply_json(page, "application/vnd.pypi.simple.v1+json")
         elif len(parts) == 2 and parts[0] == "files":
             super().do_GET()
         else:
             self.send_error(404)
 
     def translate_path(self, path):
-        return str(Path(self.server.root) / Path(path).name)
-
-    def log_message(self, *args):
-        return
+        return str(self.root / Path(path).name)
 
 
 @pytest.fixture(scope="module")
@@ -107,12 +99,9 @@ def index(tmp_path_factory):
                 "upload-time": uploaded,
             }
         )
-    handler = type("Index", (_Index,), {"projects": projects})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.root = root
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/simple"
-    server.shutdown()
+    handler = type("Index", (_Index,), {"projects": projects, "root": root})
+    with local_server(handler) as url:
+        yield f"{url}/simple"
 
 
 @pytest.fixture

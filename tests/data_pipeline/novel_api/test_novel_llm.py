@@ -4,10 +4,10 @@ answers with scripted replies (the real client, prompts, parsing, harness and sa
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from conftest import JSONHandler, local_server
 from hydra.errors import ConfigCompositionException
 from test_novel_tasks import BUNDLE, python, sandbox  # noqa: F401  (fixtures)
 
@@ -19,30 +19,19 @@ from data_pipeline.novel_api.tasks import TODO, build_tasks
 from data_pipeline.novel_api.validate import validate_tasks
 
 
-class _Scripted(BaseHTTPRequestHandler):
+class _Scripted(JSONHandler, BaseHTTPRequestHandler):
     replies: list[str] = []
 
-    def log_message(self, *args):
-        return None
-
     def do_POST(self):  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         texts = [type(self).replies.pop(0) for _ in range(body.get("n", 1))]
-        payload = json.dumps({"choices": [{"message": {"content": t}} for t in texts]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        self.reply_json({"choices": [{"message": {"content": t}} for t in texts]})
 
 
 @pytest.fixture
 def endpoint():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Scripted)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
+    with local_server(_Scripted) as url:
+        yield f"{url}/v1"
 
 
 REFERENCE = "import novlib.text\n\n\ndef solve(n):\n    result = novlib.text.slugify('A b C', max_len=n)\n    return result\n"

@@ -6,11 +6,10 @@ No sandbox starts here.
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from conftest import JSONHandler, local_server
 
 from core.entry import validate_overrides
 from core.errors import ConfigError, UserError
@@ -199,32 +198,20 @@ def test_language_is_read_from_the_problem():
 
 
 # ------------------------------------------------------------------------------------ the served model
-class _Scripted(BaseHTTPRequestHandler):
+class _Scripted(JSONHandler, BaseHTTPRequestHandler):
     replies: list[str] = []
     calls: list[dict] = []
 
-    def log_message(self, *args):
-        return None
-
     def do_POST(self):  # noqa: N802  (http.server's naming)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).calls.append(body)
-        payload = json.dumps({"choices": [{"message": {"content": type(self).replies.pop(0)}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        type(self).calls.append(self.read_json())
+        self.reply_json({"choices": [{"message": {"content": type(self).replies.pop(0)}}]})
 
 
 @pytest.fixture
 def endpoint():
     _Scripted.calls = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Scripted)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
+    with local_server(_Scripted) as url:
+        yield f"{url}/v1"
 
 
 def _config(*overrides: str) -> ClassifierConfig:
