@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.benchmarks.apiupdate import BUILD_CHOICES
 from core.config import register_schema
 from core.entry import App, run_app
 from core.errors import ConfigError, UserError
@@ -79,11 +80,7 @@ class BuildAPIUpdateConfig:
             )
         if str(self.nonworkaround).lower() in ("true", "false"):  # the older on/off switch
             self.nonworkaround = "appendix_b" if str(self.nonworkaround).lower() == "true" else "none"
-        for name, choices in (
-            ("types_per_api", ("one", "all")),
-            ("s4_form", ("tuple", "value")),
-            ("nonworkaround", ("appendix_b", "extended", "none")),
-        ):
+        for name, choices in BUILD_CHOICES.items():
             if getattr(self, name) not in choices:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: choose one of {list(choices)}")
         if self.min_problems < 2:

@@ -33,6 +33,13 @@ FIELDS = (
 SPLITS = ("reliability", "generalization", "specificity", "nonworkaround")
 
 
+# How a benchmark is built (eval/apiupdate/builder.py): the study's choice first, then ours.
+BUILD_CHOICES = {
+    "types_per_api": ("one", "all"),
+    "s4_form": ("tuple", "value"),
+    "nonworkaround": ("appendix_b", "extended", "none"),
+}
+
 MODIFICATION_FIELDS = ("api", "type", "module", "name", "new_name", "signature", "old_signature")
 TYPES = ("R1", "S1", "S2", "S3", "S4", "none")
 

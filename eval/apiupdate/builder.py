@@ -36,11 +36,11 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from core.benchmarks.apiupdate import BUILD_CHOICES
 from core.sandbox import Sandbox, SandboxLimits
 from core.sandbox.declared import unverified_flags
 from eval.apiupdate.apis import STDLIB, api_calls, roots_of
 from eval.apiupdate.catalogue import (
-    S4_FORMS,
     TYPES,
     Modification,
     modifiable,
@@ -64,8 +64,8 @@ EXPECTED_OLD_OUTCOME = {
 }
 
 
-TYPES_PER_API = ("one", "all")  # the study's one seeded type per API | ours: every type
-NONWORKAROUND_SETS = {"appendix_b": "appendix_b", "extended": "nonworkaround", "none": None}
+# the non-workaroundable sets (`nonworkaround=`) and the source each is loaded from
+NONWORKAROUND_SOURCES = {"appendix_b": "appendix_b", "extended": "nonworkaround", "none": None}
 
 
 @dataclass
@@ -74,21 +74,15 @@ class BuildOptions:
     targets: dict[str, int] = field(default_factory=lambda: dict(TARGETS))
     min_problems: int = 2  # per modified API, to have both reliability and generalization rows
     types: tuple[str, ...] = TYPES
-    types_per_api: str = "one"
+    types_per_api: str = "one"  # one (the study's) | all (ours): see BUILD_CHOICES
     s4_form: str = "tuple"  # the study's `[0]`; "value": ours, `.value`
-    nonworkaround: str = "appendix_b"  # appendix_b | extended | none
+    nonworkaround: str = "appendix_b"  # appendix_b (the study's) | extended (ours) | none
     limit: int | None = None  # the first N source problems (quick runs)
 
     def __post_init__(self) -> None:
-        if isinstance(self.nonworkaround, bool):  # the older switch: on = the study's set
-            self.nonworkaround = "appendix_b" if self.nonworkaround else "none"
-        for name, value, choices in (
-            ("types_per_api", self.types_per_api, TYPES_PER_API),
-            ("s4_form", self.s4_form, S4_FORMS),
-            ("nonworkaround", self.nonworkaround, tuple(NONWORKAROUND_SETS)),
-        ):
-            if value not in choices:
-                raise ValueError(f"{name}={value!r}: choose one of {choices}")
+        for name, choices in BUILD_CHOICES.items():
+            if getattr(self, name) not in choices:
+                raise ValueError(f"{name}={getattr(self, name)!r}: choose one of {choices}")
 
 
 @dataclass
@@ -412,7 +406,7 @@ def build(
     )
     splits["specificity"] = builder.specificity(problems, mods)
     splits["nonworkaround"] = []
-    fixtures = NONWORKAROUND_SETS[options.nonworkaround]
+    fixtures = NONWORKAROUND_SOURCES[options.nonworkaround]
     if fixtures:
         _add_nonworkaround(builder, splits, fixtures, sandbox, limits, progress)
     rows = [_row(pair, split) for split in SPLITS for pair in splits[split]]

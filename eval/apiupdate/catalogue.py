@@ -187,9 +187,6 @@ def _free_name(preferred: str, taken: set[str]) -> str:
     return name
 
 
-S4_FORMS = ("tuple", "value")
-
-
 def modifications(api: str, s4_form: str = "tuple") -> list[Modification]:
     """Every modification type that applies to `api` (empty when it cannot be modified); S4's
     result is a tuple read through `[0]` (the study's) or, with `s4_form="value"`, `.value`."""

@@ -276,7 +276,9 @@ class Environment:
         child = None
         for depth in range(len(parts), 0, -1):
             name = ".".join(parts[:depth])
-            real = real_module if depth == len(parts) else sys.modules.get(name) or importlib.import_module(name)
+            real = (
+                real_module if depth == len(parts) else sys.modules.get(name) or importlib.import_module(name)
+            )
             proxy = types.ModuleType(real.__name__, getattr(real, "__doc__", None))
             proxy.__dict__.update(vars(real))
             if child is not None:
