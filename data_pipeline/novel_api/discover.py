@@ -111,8 +111,9 @@ def discover(
             + f" (see {out / 'discovery.json'})"
         )
     import_name = import_name or find_import_name(envs["new"], library)
-    found = both(lambda r: run_introspect(envs[r], import_name, library, timeout))
-    extras = both(lambda r: with_extras(envs[r], library, import_name, found, r, timeout))
+    listed = both(lambda r: introspect_with_extras(envs[r], import_name, library, timeout))
+    found = {r: listed[r][0] for r in ROLES}
+    extras = {r: listed[r][1] for r in ROLES}
     # the new version's candidates must run (bundles execute their examples): only imported modules count
     new_apis = [a for a in found["new"]["apis"] if not a.get("static")]
     candidates = novel(found["old"]["apis"], new_apis)
@@ -226,19 +227,21 @@ def run_introspect(env: LibraryEnv, import_name: str, library: str, timeout: flo
         return {"apis": [], "failed_modules": {import_name: error}, "license": None, "error": error}
 
 
-def with_extras(
-    env: LibraryEnv, library: str, import_name: str, found: dict, role: str, timeout: float
-) -> dict:
-    """Modules that failed for want of an optional dependency the library declares as an extra get
-    that extra installed (dated like the env) and the env introspected again; what was added, or why not."""
-    failed = {m: e for m, e in found[role]["failed_modules"].items() if not TEST_MODULE.search(m)}
+def introspect_with_extras(
+    env: LibraryEnv, import_name: str, library: str, timeout: float
+) -> tuple[dict, dict]:
+    """The env's API listing, and what was added to it: modules that failed for want of an optional
+    dependency the library declares as an extra get that extra installed (dated like the env) and
+    the env is introspected again."""
+    found = run_introspect(env, import_name, library, timeout)
+    failed = {m: e for m, e in found["failed_modules"].items() if not TEST_MODULE.search(m)}
     extras = needed_extras(declared_requirements(env, library), failed) if failed else []
     if not extras:
-        return {"installed": [], "error": None}
+        return found, {"installed": [], "error": None}
     error = install_extras(env, library, extras, timeout)
-    if not error:
-        found[role] = run_introspect(env, import_name, library, timeout)
-    return {"installed": [] if error else extras, "error": error or None}
+    if error:
+        return found, {"installed": [], "error": error}
+    return run_introspect(env, import_name, library, timeout), {"installed": extras, "error": None}
 
 
 def tail_key(api: dict) -> tuple[str, str]:
