@@ -19,8 +19,10 @@ from collections.abc import Iterable, Sequence
 from core.sandbox.harness import RAW_MEMORY_MODULES
 from core.sandbox.sandbox import Sandbox
 
-# The refusal the harness raises for such an import (see harness._install_guard).
-_REFUSAL = re.compile(r"ImportError: importing \S+ is not allowed in strict mode")
+# The refusal the harness raises for such an import (see harness._install_guard), found anywhere in
+# the error or its traceback: a library may catch it and raise its own (pandas: "Unable to import
+# required dependency numpy", with the refusal as its cause).
+_REFUSAL = re.compile(r"importing \S+ is not allowed in strict mode")
 _IMPORT_LINE = re.compile(
     r"^[ \t]*(?:from[ \t]+([A-Za-z_][\w.]*)[ \t]+import|import[ \t]+([A-Za-z_][\w., \t]*))", re.M
 )
@@ -63,7 +65,7 @@ def raw_memory_roots(sandbox: Sandbox, roots: Iterable[str]) -> frozenset[str]:
     if unknown:
         results = sandbox.run_many([(f"import {root}\n", "") for root in unknown])
         for root, result in zip(unknown, results, strict=True):
-            known[root] = not result.passed and bool(_REFUSAL.match(result.detail))
+            known[root] = not result.passed and bool(_REFUSAL.search(result.detail + "\n" + result.stderr))
     return frozenset(root for root in roots if known[root])
 
 

@@ -27,13 +27,14 @@ def installed(name: str) -> bool:
 
 
 def test_roots_that_load_raw_memory_are_found_by_importing_them(sandbox):
-    candidates = ["json", "collections", "ctypes", "numpy", "no_such_module_xyz", "flask", "z3", "sklearn"]
+    candidates = ["json", "collections", "ctypes", "numpy", "no_such_module_xyz", "flask", "z3", "sklearn", "pandas"]
     found = raw_memory_roots(sandbox, candidates)
     assert {"ctypes", "numpy"} <= found
     assert not found & {"json", "collections", "no_such_module_xyz"}
     if installed("flask"):
         assert "flask" not in found  # pure Python: strict mode runs it
-    for package in ("z3", "sklearn"):  # ctypes and numpy underneath
+    # ctypes and numpy underneath; pandas catches the refusal and raises an error of its own
+    for package in ("z3", "sklearn", "pandas"):
         if installed(package):
             assert package in found
     assert sandbox._raw_memory_roots["numpy"] is True  # asked once per sandbox
