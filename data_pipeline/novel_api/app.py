@@ -7,7 +7,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.config import CONFIG_DIR, register_schema
 from core.entry import App
@@ -16,6 +16,9 @@ from core.hub import existing_path
 from core.knowledge import CELL_PRESETS
 from core.openai_client import EndpointConfig
 from core.problems import read_records
+
+if TYPE_CHECKING:
+    from data_pipeline.novel_api.mining import SdistFindings
 
 STAGES = ("discover", "bundles", "tasks", "validate", "corpus", "all")
 TASK_PROMPT = CONFIG_DIR / "novel_api" / "task_prompt.yaml"
@@ -87,6 +90,9 @@ class NovelAPIConfig:
     new_wheel: str | None = None
     out: str = "data/novel/library"
     min_doc_words: int = 5
+    # exported: a package whose __all__ names most of its submodules makes the others internal
+    # (pandas.core.*): an API reachable only through them is dropped; all: every public path counts
+    module_paths: str = "exported"
     # install each version with the dependencies of its release day (uv --exclude-newer); false: today's
     dated: bool = True
     # examples from the library's own tests and docs (the new version's sdist, from the index or this file)
@@ -184,6 +190,7 @@ def _discover(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
         Path(cfg.new_wheel) if cfg.new_wheel else None,
         cfg.min_doc_words,
         dated=cfg.dated,
+        module_paths=cfg.module_paths,
     )
     return manifest["counts"]
 
@@ -191,8 +198,13 @@ def _discover(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
 def _bundles(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
     from data_pipeline.novel_api.bundles import build_bundles
 
-    mined, sdist = _mined(cfg, out) if cfg.mine_examples else ({}, None)
-    manifest = build_bundles(out, cfg.example_timeout_s, mined=mined)
+    found, sdist = _mined(cfg, out) if cfg.mine_examples else (None, None)
+    manifest = build_bundles(
+        out,
+        cfg.example_timeout_s,
+        mined=found.examples if found else None,
+        namespace=found.namespace if found else None,
+    )
     manifest["sdist"] = sdist
     if cfg.prose.model:
         from core.openai_client import OpenAIClient
@@ -207,8 +219,9 @@ def _bundles(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
     return manifest
 
 
-def _mined(cfg: NovelAPIConfig, out: Path) -> tuple[dict, str | None]:
-    """Examples from the new version's tests and docs, and the sdist they came from (None: none found)."""
+def _mined(cfg: NovelAPIConfig, out: Path) -> tuple[SdistFindings | None, str | None]:
+    """Examples from the new version's tests and docs and its doctests' namespace, and the sdist they
+    came from (None, None: none found)."""
     from data_pipeline.novel_api.mining import fetch_sdist, mine_sdist
 
     discovery = json.loads((out / "discovery.json").read_text())
@@ -219,7 +232,7 @@ def _mined(cfg: NovelAPIConfig, out: Path) -> tuple[dict, str | None]:
     if path is None:
         log.warning("bundles: no source distribution of %s %s found: examples come from docstrings only",
                     discovery["library"], discovery["new_version"])  # fmt: skip
-        return {}, None
+        return None, None
     rows = [r for r in read_records(out / "apis.jsonl", ("qualname", "kind", "module")) if r.get("kept")]
     return mine_sdist(path, rows), path.name
 

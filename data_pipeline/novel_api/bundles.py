@@ -31,7 +31,7 @@ import re
 import tokenize
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,9 @@ from data_pipeline.novel_api.docsnippets import (
     DocExamples,
     Unit,
     find_examples,
+    needed_imports,
     run_examples,
+    with_namespace,
 )
 from data_pipeline.novel_api.mining import Mined
 
@@ -297,10 +299,12 @@ def build_bundles(
     timeout_s: float = 10.0,
     progress: Callable[[int, int], None] | None = None,
     mined: dict[str, list[Mined]] | None = None,
+    namespace: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Write `out/bundles.jsonl` and `out/bundles.json` (the manifest, returned) from `out/apis.jsonl`
     and `out/discovery.json`. `progress(done, total)` follows the example runs; `mined`: qualname ->
-    examples from the library's tests and docs (`mining.py`)."""
+    examples from the library's tests and docs, `namespace`: name -> import its doctests take for
+    granted (`mining.py`)."""
     out = Path(out)
     for needed in ("apis.jsonl", "discovery.json"):
         if not (out / needed).is_file():
@@ -311,7 +315,7 @@ def build_bundles(
         raise UserError(f"{out}/discovery.json names no usable python.new ({python!r}); rerun discovery")
     rows = [row for row in read_records(out / "apis.jsonl", API_FIELDS) if row.get("kept")]
     dropped: Counter[str] = Counter({reason: 0 for reason in DROP_REASONS})
-    drafts, units = _drafts(rows, dropped, mined or {})
+    drafts, units = _drafts(rows, dropped, mined or {}, namespace or {})
     outcomes = run_examples(python, units, timeout_s, progress)
     counts = Counter({"examples_kept": 0, "example_failed": 0, "example_timeout": 0})
     counts.update(
@@ -341,6 +345,7 @@ def build_bundles(
         # where the kept examples came from: docstring doctests and code blocks, tests, doc files
         "example_sources": {k: sources.get(k, 0) for k in ("doctest", "docstring", "tests", "docs")},
         "mined_examples": sum(len(v) for v in (mined or {}).values()),
+        "doctest_namespace": namespace or {},
         "example_failures": failures[:MAX_FAILURES_LISTED],
         "timeout_s": timeout_s,
         "python": python,
@@ -352,13 +357,17 @@ def build_bundles(
 
 
 def _drafts(
-    rows: list[dict[str, Any]], dropped: Counter[str], mined: dict[str, list[Mined]]
+    rows: list[dict[str, Any]],
+    dropped: Counter[str],
+    mined: dict[str, list[Mined]],
+    namespace: dict[str, str],
 ) -> tuple[list[_Draft], list[Unit]]:
-    """S and M of each row (or its drop reason) and the example runs of those that remain."""
+    """S and M of each row (or its drop reason) and the example runs of those that remain; each
+    example with the imports it takes from the project's doctest namespace written in."""
     drafts: list[_Draft] = []
     units: list[Unit] = []
     for row in rows:
-        found = find_examples(row.get("doc"))
+        found = with_namespace(find_examples(row.get("doc")), namespace)
         doc = parse_doc(found.text)
         spec = make_spec(row, doc)
         if spec is None:
@@ -376,7 +385,10 @@ def _drafts(
         for snippet in found.snippets:
             mine.append(len(units))
             units.append(Unit("snippet", module, row["qualname"], snippet))
-        extra = mined.get(row["qualname"], [])
+        extra = [
+            replace(m, code=needed_imports(m.code, namespace) + m.code)
+            for m in mined.get(row["qualname"], [])
+        ]
         for example in extra:
             mine.append(len(units))
             units.append(Unit("snippet", module, row["qualname"], example.code))

@@ -49,6 +49,7 @@ FILTERS = (
     "old_module_failed_import",
     "private",
     "test_module",
+    "unexported_module",
     "deprecated",
     "no_source",
     "thin_docstring",
@@ -56,6 +57,7 @@ FILTERS = (
 )
 ROLES = ("old", "new")
 TEST_MODULE = re.compile(r"(^|\.)(tests?|conftest|test_\w+|\w+_tests?)(\.|$)")  # numpy.testing is an API
+MODULE_PATHS = ("exported", "all")
 
 
 def discover(
@@ -69,9 +71,14 @@ def discover(
     min_doc_words: int = 5,
     timeout: float = 1800.0,
     dated: bool = True,
+    module_paths: str = "exported",
 ) -> dict:
-    """Install both versions, diff their APIs, write `out/apis.jsonl` and `out/discovery.json`."""
+    """Install both versions, diff their APIs, write `out/apis.jsonl` and `out/discovery.json`.
+    `module_paths`: exported (a package whose `__all__` names most of its submodules makes the
+    others internal, see `usable_paths`) or all (every public path counts)."""
     out = Path(out)
+    if module_paths not in MODULE_PATHS:
+        raise UserError(f"module_paths={module_paths!r}: choose one of {MODULE_PATHS}")
     versions = {"old": pick_version(library, old, old_wheel), "new": pick_version(library, new, new_wheel)}
     if same_version(versions["old"], versions["new"]):
         raise UserError(f"{library}: old and new are both version {versions['old']}; nothing to compare")
@@ -94,6 +101,7 @@ def discover(
             for r in ROLES
         },
         "min_doc_words": min_doc_words,
+        "module_paths": module_paths,
     }
     install_errors = {r: envs[r].error for r in ROLES if not envs[r].ok}
     if install_errors:
@@ -120,10 +128,12 @@ def discover(
     promoted = newly_public(found["old"]["apis"], new_apis)
     static = found["old"].get("static_modules", [])
     unread = {m: e for m, e in found["old"]["failed_modules"].items() if m not in static}
-    rows = [
-        row(api, library, versions, found["new"]["license"], filter_reason(api, unread, min_doc_words))
-        for api in candidates
-    ]
+    internal = internal_submodules(found["new"].get("submodules")) if module_paths == "exported" else set()
+    rows = []
+    for api in candidates:
+        usable = usable_paths(api, import_name, internal)
+        reason = filter_reason(api, usable, unread, min_doc_words)
+        rows.append(row(api, usable, library, versions, found["new"]["license"], reason))
     rows.sort(key=lambda r: (r["qualname"], r["kind"]))
     filtered = {name: sum(r["filter"] == name for r in rows) for name in FILTERS}
     manifest.update(
@@ -145,6 +155,8 @@ def discover(
             "install_errors": 0,
         },
         newly_public=promoted,
+        # first-level submodules left out of the package's __all__, whose paths do not count
+        internal_submodules=sorted(internal),
         failed_modules={r: found[r]["failed_modules"] for r in ROLES},
         static_modules={r: found[r].get("static_modules", []) for r in ROLES},
         extras=extras,
@@ -266,14 +278,42 @@ def newly_public(old: list[dict], new: list[dict]) -> list[str]:
     return sorted(shortest(a["paths"]) for a in new if a["paths"] and a["canonical"] in private - public)
 
 
-def filter_reason(api: dict, old_failed: dict[str, str], min_doc_words: int) -> str | None:
-    """The first filter that drops `api`; `old_failed`: old modules neither imported nor read statically."""
+def internal_submodules(layout: dict | None) -> set[str]:
+    """The first-level submodules a package leaves out of an `__all__` that names at least half of
+    them (pandas names api, arrays, io, ... but not core, compat, util); empty when it declares none."""
+    if not layout or layout.get("exported") is None:
+        return set()
+    public, exported = set(layout["public"]), set(layout["exported"])
+    return public - exported if 2 * len(exported) >= len(public) else set()
+
+
+def in_test_module(path: str) -> bool:
+    return bool(TEST_MODULE.search(path.rsplit(".", 1)[0]))
+
+
+def usable_paths(api: dict, package: str, internal: set[str]) -> list[str]:
+    """The API's public paths a user would write: none through a test module (pandas.tests.* imports
+    `Index` too), nor through one of the package's `internal` first-level submodules."""
+    top = package + "."
+    return [
+        p
+        for p in api["paths"]
+        if not in_test_module(p) and not (p.startswith(top) and p[len(top) :].split(".", 1)[0] in internal)
+    ]
+
+
+def filter_reason(api: dict, usable: list[str], old_failed: dict[str, str], min_doc_words: int) -> str | None:
+    """The first filter that drops `api`; `usable`: its paths a user would write (`usable_paths`);
+    `old_failed`: old modules neither imported nor read statically."""
     if under(api, list(old_failed)):
         return "old_module_failed_import"
     if not api["paths"]:
         return "private"
-    if TEST_MODULE.search(api["module"]):  # a package's own test suite (pandas.tests.*) is no API
+    # a package's own test suite (pandas.tests.*) is no API
+    if TEST_MODULE.search(api["module"]) or all(in_test_module(p) for p in api["paths"]):
         return "test_module"
+    if not usable:
+        return "unexported_module"
     if api["deprecated"]:
         return "deprecated"
     if not api["has_source"]:
@@ -296,14 +336,27 @@ def shortest(paths: list[str]) -> str:
     return min(paths, key=lambda p: (p.count("."), len(p), p))
 
 
-def row(api: dict, library: str, versions: dict[str, str], license: str | None, reason: str | None) -> dict:
+def row(
+    api: dict,
+    usable: list[str],
+    library: str,
+    versions: dict[str, str],
+    license: str | None,
+    reason: str | None,
+) -> dict:
+    """A kept API is named by the shortest path a user would write, and lists every path outside the
+    test suite (the spy wraps each: `pandas.core.frame.DataFrame` is `pandas.DataFrame`); a dropped
+    one keeps all of its own."""
+    kept = reason is None
+    paths = [p for p in api["paths"] if not in_test_module(p)] if kept else api["paths"]
+    named = usable if kept else paths
     return {
         "library": library,
         "old_version": versions["old"],
         "new_version": versions["new"],
-        "qualname": shortest(api["paths"]) if api["paths"] else api["canonical"],
+        "qualname": shortest(named) if named else api["canonical"],
         "canonical": api["canonical"],
-        "paths": api["paths"],
+        "paths": paths,
         "kind": api["kind"],
         "module": api["module"],
         "signature": api["signature"],

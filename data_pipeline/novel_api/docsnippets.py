@@ -60,6 +60,40 @@ def find_examples(doc: str | None) -> DocExamples:
     return DocExamples(cleaned if examples else None, _chunks(examples), snippets, _tidy(text))
 
 
+def needed_imports(code: str, namespace: dict[str, str]) -> str:
+    """The import lines of `namespace` (name -> import) for the names `code` reads but never binds."""
+    if not namespace:
+        return ""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return ""
+    names = [n for n in ast.walk(tree) if isinstance(n, ast.Name)]
+    bound = {n.id for n in names if not isinstance(n.ctx, ast.Load)}
+    bound |= {
+        a.asname or a.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for a in node.names
+    }
+    used = {n.id for n in names if isinstance(n.ctx, ast.Load)} - bound
+    return "".join(namespace[name] + "\n" for name in sorted(namespace) if name in used)
+
+
+def with_namespace(found: DocExamples, namespace: dict[str, str]) -> DocExamples:
+    """`found` with the imports its examples take for granted (the project's doctest namespace:
+    pandas' docstrings use `pd` unimported) written in, so each example stands alone."""
+    if not namespace:
+        return found
+    doctest_text, chunks = found.doctest, found.chunks
+    head = needed_imports("\n".join(code for code, _ in chunks), namespace)
+    if doctest_text and head and chunks:
+        doctest_text = "".join(f">>> {line}\n" for line in head.splitlines()) + "\n" + doctest_text
+        chunks = [(head + chunks[0][0], chunks[0][1]), *chunks[1:]]
+    snippets = [needed_imports(s, namespace) + s for s in found.snippets]
+    return DocExamples(doctest_text, chunks, snippets, found.text)
+
+
 def _chunks(examples: list[doctest.Example]) -> list[tuple[str, str]]:
     """Consecutive examples up to one with expected output, so each output follows its code."""
     chunks, code = [], ""

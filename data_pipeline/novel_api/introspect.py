@@ -33,6 +33,7 @@ SKIP_MODULES = ("__main__",)
 WARN_DEPRECATION = re.compile(r"\bwarn\s*\((?:[^()]|\([^()]*\))*?\b(?:Pending)?DeprecationWarning\b")
 DEPRECATED_DECORATOR = re.compile(r"^\s*@\s*[\w.]*deprecated\b", re.IGNORECASE | re.MULTILINE)
 CLASS_STATEMENT = re.compile(r"^\s*class\s", re.MULTILINE)
+DEPRECATED_NOTE = re.compile(r"^\s*(?:\.\.\s+deprecated::|deprecated\b)", re.IGNORECASE | re.MULTILINE)
 
 
 def one_line(exc: BaseException) -> str:
@@ -163,7 +164,7 @@ def is_deprecated(entry: Found, doc: str | None) -> bool:
     obj = entry.obj
     if safe(lambda: getattr(obj, "__deprecated__", None)):  # PEP 702's @warnings.deprecated
         return True
-    if doc and "deprecated" in doc.lower():
+    if doc and says_deprecated(doc):
         return True
     text = source_text(obj)
     if entry.kind == "class":  # its decorators and its constructor, not every method's body
@@ -175,6 +176,16 @@ def is_deprecated(entry: Found, doc: str | None) -> bool:
             if inspect.isfunction(raw):
                 text += source_text(raw)
     return bool(DEPRECATED_DECORATOR.search(text) or WARN_DEPRECATION.search(text))
+
+
+def says_deprecated(doc: str) -> bool:
+    """A `.. deprecated::` note, a line that opens with "Deprecated", or the word in the summary
+    paragraph; not a mention elsewhere (pandas' `DataFrame.map`: "applymap was deprecated and
+    renamed to DataFrame.map")."""
+    if DEPRECATED_NOTE.search(doc):
+        return True
+    summary = inspect.cleandoc(doc).split("\n\n", 1)[0]
+    return "deprecated" in summary.lower()
 
 
 def has_inherited_doc(entry: Found, doc: str | None) -> bool:
@@ -306,6 +317,15 @@ def static_apis(modname: str, path: str) -> list[dict] | None:
     return found
 
 
+def submodule_exports(package: str, modules: dict[str, object]) -> dict:
+    """The package's public first-level submodules and those its `__all__` names (None: no `__all__`)."""
+    subs = sorted({m.split(".")[1] for m in modules if m.count(".") >= 1 and is_public_path(m.split(".")[1])})
+    exported = getattr(modules.get(package), "__all__", None)
+    if not isinstance(exported, (list, tuple, set, frozenset)):
+        return {"public": subs, "exported": None}
+    return {"public": subs, "exported": sorted(set(subs) & {n for n in exported if isinstance(n, str)})}
+
+
 def read_text(path: str) -> str:
     with open(path, encoding="utf-8") as f:
         return f.read()
@@ -357,6 +377,7 @@ def introspect(package: str, dist: str | None) -> dict:
         "license": text,
         "license_classifiers": classifiers,
         "modules": sorted(modules),
+        "submodules": submodule_exports(package, modules),
         "failed_modules": dict(sorted(failed.items())),
         "static_modules": sorted(read),
         "apis": apis,

@@ -13,7 +13,9 @@ through the index's JSON simple API, downloaded once into the build folder):
   run of `>>>` lines that calls the API.
 
 Each example keeps its origin (`path:line`); bundles run it against the new version and keep it
-only if it runs (`bundles.py`). Pure functions of text: `mine` never executes anything.
+only if it runs (`bundles.py`). The project's `conftest.py` files also say which names its doctests
+take for granted (`doctest_namespace["pd"] = pd`); bundles import those for an example that uses
+them. Pure functions of text: `mine` never executes anything.
 """
 
 from __future__ import annotations
@@ -44,6 +46,15 @@ class Mined:
     code: str
     source: str  # tests | docs
     origin: str  # path inside the sdist, with the line: "tests/test_iterutils.py:42"
+
+
+@dataclass
+class SdistFindings:
+    """What an sdist gives the bundles: `examples` (qualname -> mined examples) and `namespace`
+    (name -> the import binding it) that the project's doctests assume (`doctest_namespace`)."""
+
+    examples: dict[str, list[Mined]]
+    namespace: dict[str, str]
 
 
 # ---------------------------------------------------------------------------------------- fetching
@@ -346,10 +357,52 @@ def _without_imports(code: str) -> str:
     return "\n".join(line for line in code.splitlines() if not line.startswith(("import ", "from ")))
 
 
-def mine_sdist(path: Path, apis: list[dict]) -> dict[str, list[Mined]]:
-    """`mine` over an sdist file (an unreadable archive mines nothing)."""
+def doctest_namespace(files: dict[str, str]) -> dict[str, str]:
+    """Name -> import line, from the project's `conftest.py` files: pytest's fixture idiom
+    `doctest_namespace["pd"] = pd` (pandas, numpy) gives every doctest names its docstrings then
+    use without importing them. Only names bound by the conftest's own top-level imports count."""
+    found: dict[str, str] = {}
+    for path, text in sorted(files.items()):
+        if PurePosixPath(path).name != "conftest.py":
+            continue
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        imported: dict[str, tuple[str, str | None]] = {}  # local name -> (module, attribute or None)
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname or "." not in a.name:
+                        imported[a.asname or a.name] = (a.name, None)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    if a.name != "*":
+                        imported[a.asname or a.name] = (node.module, a.name)
+        for node in ast.walk(tree):
+            target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+            if not (
+                isinstance(target, ast.Subscript)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "doctest_namespace"
+                and isinstance(target.slice, ast.Constant)
+                and isinstance(name := target.slice.value, str)
+                and name.isidentifier()
+                and isinstance(node.value, ast.Name)
+                and node.value.id in imported
+            ):
+                continue
+            module, attr = imported[node.value.id]
+            bound = attr or module
+            line = f"from {module} import {attr}" if attr else f"import {module}"
+            found.setdefault(name, line if bound == name else f"{line} as {name}")
+    return found
+
+
+def mine_sdist(path: Path, apis: list[dict]) -> SdistFindings:
+    """`mine` and `doctest_namespace` over an sdist file (an unreadable archive gives nothing)."""
     try:
         files = read_sdist(path)
     except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError):
-        return {}
-    return mine(files, apis)
+        return SdistFindings({}, {})
+    return SdistFindings(mine(files, apis), doctest_namespace(files))

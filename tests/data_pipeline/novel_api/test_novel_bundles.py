@@ -557,7 +557,7 @@ def test_examples_mined_from_a_test_function_and_an_rst_block_become_validated_e
         "from novlib.core import quiet, spin\nLIMIT = 3\n\ndef _double(v):\n    return 2 * v\n"
         "value = _double(LIMIT)\nassert quiet(value) == 6\n"
     )
-    mined = mine_sdist(sdist, [r for r in rows if r.get("kept")])
+    mined = mine_sdist(sdist, [r for r in rows if r.get("kept")]).examples
     assert {q: [m.origin for m in ms] for q, ms in mined.items()} == {
         "quiet": ["tests/test_core.py:11", "tests/test_core.py:20"],  # the shortest first
         "spin": ["tests/test_core.py:26"],
@@ -580,6 +580,64 @@ def test_examples_mined_from_a_test_function_and_an_rst_block_become_validated_e
     assert manifest["kept"] == 8 and manifest["dropped"]["no_valid_example"] == 1  # broken only
     assert manifest["example_sources"]["tests"] == 3 and manifest["example_sources"]["docs"] == 1
     assert manifest["mined_examples"] == 5
+
+
+CONFTEST = """import itertools
+from itertools import chain
+import novlib as nl
+import pytest
+
+@pytest.fixture(autouse=True)
+def add_doctest_imports(doctest_namespace):
+    doctest_namespace["nl"] = nl
+    doctest_namespace["chain"] = chain
+    doctest_namespace["it"] = itertools
+    doctest_namespace["made"] = make()  # no import binds it: not taken
+"""
+
+ALIASED = '''def twice(x):
+    """Twice x; its doctest takes `nl` and `chain` from the project's doctest namespace.
+
+    >>> list(chain([twice(1)], [nl.add(1, 1)]))
+    [2, 2]
+    """
+    return 2 * x
+'''
+
+
+def test_doctests_that_take_the_projects_doctest_namespace_for_granted_run_with_its_imports(built, tmp_path):
+    """pandas' docstrings use `pd` unimported: its conftest puts it in every doctest. The names come
+    from the sdist's conftest.py, and each example that uses one gets its import written in."""
+    from data_pipeline.novel_api.mining import doctest_namespace
+    from data_pipeline.novel_api.tasks import drafts
+
+    namespace = doctest_namespace({"conftest.py": CONFTEST, "docs/conftest.py": "x = (", "a.py": CONFTEST})
+    assert namespace == {
+        "nl": "import novlib as nl",
+        "chain": "from itertools import chain",
+        "it": "import itertools as it",
+    }
+    out, _, _, _, _ = built
+    python = json.loads((out / "discovery.json").read_text())["python"]["new"]
+    module = next(Path(python).parents[1].glob("lib/python*/site-packages")) / "novlib" / "aliased.py"
+    module.write_text(ALIASED)
+    row = _row("twice", _definitions(module)["twice"], module, module="novlib.aliased", signature="(x)")
+    results = {}
+    for label, given in (("without", None), ("with", namespace)):
+        folder = tmp_path / label
+        folder.mkdir()
+        (folder / "apis.jsonl").write_text(json.dumps(row) + "\n")
+        (folder / "discovery.json").write_text((out / "discovery.json").read_text())
+        results[label] = build_bundles(folder, timeout_s=5.0, namespace=given)
+    assert results["without"]["kept"] == 0  # NameError: nl
+    assert results["with"]["kept"] == 1 and results["with"]["doctest_namespace"] == namespace
+    bundle = json.loads((tmp_path / "with" / "bundles.jsonl").read_text())
+    code = bundle["E"][0]["code"]
+    assert (
+        code.startswith("from itertools import chain\nimport novlib as nl\n")
+        and "itertools as it" not in code
+    )
+    assert "import novlib as nl" in drafts(bundle)[0].reference  # the task stands alone too
 
 
 def test_prose_drops_lines_left_dangling_by_removed_examples():

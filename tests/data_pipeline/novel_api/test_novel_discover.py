@@ -95,8 +95,12 @@ V2 = {
     # moved: now defined in novlib.b, still novlib.moved. slugify: newly re-exported (existed).
     # _normalize: a private function made public as novlib.normalize: not new (the object existed),
     # listed in the manifest's newly_public.
+    # __all__ names most submodules (as pandas does), not extra: shiny, only reachable through it, is
+    # internal (unexported_module).
     "novlib/__init__.py": '"""novlib 2.0."""\nfrom novlib.b import moved\n'
-    "from novlib.core import _normalize as normalize, greet, shout\nfrom novlib.util import slugify\n",
+    "from novlib.core import _normalize as normalize, greet, shout\nfrom novlib.util import slugify\n"
+    '__all__ = ["moved", "normalize", "greet", "shout", "slugify", "b", "core", "util", "text", "broken", '
+    '"odd", "gui"]\n',
     "novlib/b.py": MOVED,
     "novlib/core.py": "import warnings\n"
     + GREET
@@ -209,7 +213,7 @@ EXPECTED = {
     "novlib.core.old_style": ("function", "novlib.core.old_style", ["novlib.core.old_style"], "deprecated"),
     "novlib.core.tiny": ("function", "novlib.core.tiny", ["novlib.core.tiny"], "thin_docstring"),
     "novlib.extra.not_exported": ("function", "novlib.extra.not_exported", [], "private"),
-    "novlib.extra.shiny": ("function", "novlib.extra.shiny", ["novlib.extra.shiny"], None),
+    "novlib.extra.shiny": ("function", "novlib.extra.shiny", ["novlib.extra.shiny"], "unexported_module"),
     "novlib.shout": ("function", "novlib.core.shout", ["novlib.core.shout", "novlib.shout"], None),
 }
 
@@ -303,7 +307,7 @@ def test_manifest_counts_every_filter_and_failed_module(run):
         "new_apis": 20,
         "candidates": 15,
         "newly_public": 1,
-        "kept": 6,
+        "kept": 5,
         "filtered": {f: (3 if f == "private" else 1) for f in FILTERS},
         "old_failed_modules": 2,
         "old_static_modules": 1,
@@ -324,6 +328,36 @@ def test_manifest_counts_every_filter_and_failed_module(run):
     assert manifest["license"] == {"old": "MIT", "new": "MIT"}
     assert manifest["newly_public"] == ["novlib.normalize"]
     assert manifest["install_errors"] == {} and manifest["introspect_errors"] == {}
+
+
+def test_submodules_left_out_of_a_package_all_are_internal_unless_every_path_counts(run, wheels, monkeypatch):
+    """novlib 2.0's __all__ names seven of its nine public submodules, not extra (nor tests)."""
+    out, manifest, _ = run
+    assert manifest["internal_submodules"] == ["extra", "tests"] and manifest["module_paths"] == "exported"
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    again = out.parent / (out.name + "-all")
+    (again / "envs").mkdir(parents=True)
+    for env in (out / "envs").iterdir():  # the same environments, no second install
+        (again / "envs" / env.name).symlink_to(env)
+    counts = discover(
+        "novlib", "1.0", "2.0", again, old_wheel=wheels["1.0"], new_wheel=wheels["2.0"], module_paths="all"
+    )["counts"]
+    rows = {r["qualname"]: r for r in map(json.loads, (again / "apis.jsonl").read_text().splitlines())}
+    assert (
+        rows["novlib.extra.shiny"]["kept"]
+        and counts["kept"] == 6
+        and counts["filtered"]["unexported_module"] == 0
+    )
+    with pytest.raises(UserError, match="module_paths='some'"):
+        discover(
+            "novlib",
+            "1.0",
+            "2.0",
+            again,
+            old_wheel=wheels["1.0"],
+            new_wheel=wheels["2.0"],
+            module_paths="some",
+        )
 
 
 def test_an_env_with_its_marker_is_reused(run, wheels):
@@ -487,3 +521,14 @@ def test_an_empty_stage_names_its_top_drop_reasons():
     line = empty_output("bundles", {"kept": 0, "dropped": {"no_valid_example": 28, "no_signature": 3}})
     assert line == "bundles: no bundles (top drop reasons: no_valid_example 28, no_signature 3)"
     assert empty_output("tasks", {"tasks": 4, "dropped": {}}) is None
+
+
+def test_a_docstring_is_deprecated_by_a_note_or_its_summary_not_by_a_mention():
+    from data_pipeline.novel_api.introspect import says_deprecated
+
+    assert says_deprecated("Old helper.\n\n.. deprecated:: 2.1\n   Use new_helper.")
+    assert says_deprecated("Deprecated: use new_helper instead.")
+    assert says_deprecated("Return x. This function is deprecated.\n\nMore text.")
+    # pandas' DataFrame.map: its note is about the method it replaces
+    doc = "Apply a function elementwise.\n\n.. versionadded:: 2.1.0\n\n   DataFrame.applymap was deprecated and renamed."
+    assert not says_deprecated(doc)
