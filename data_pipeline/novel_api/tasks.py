@@ -108,8 +108,16 @@ def _target_call(tree: ast.Module, short: str) -> tuple[int, ast.Call] | None:
 
 
 def _free_names(nodes: list[ast.AST], bound: set[str]) -> list[str]:
+    """Names the nodes read that neither `bound`, their own lambdas' parameters and comprehensions'
+    targets, nor the builtins give."""
     import builtins
 
+    bound = bound | {
+        sub.arg if isinstance(sub, ast.arg) else sub.id
+        for node in nodes
+        for sub in ast.walk(node)
+        if isinstance(sub, ast.arg) or (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store))
+    }
     names = []
     for node in nodes:
         for sub in ast.walk(node):

@@ -184,6 +184,19 @@ def test_the_target_call_runs_at_top_level_and_setup_classes_are_bound():
     assert "class Model:" in first.reference and "result = lib.mod.api(m)" in first.reference
 
 
+def test_a_lambda_parameter_or_comprehension_target_in_the_call_is_not_imported():
+    """pandas' `df.map(lambda x: len(str(x)))`: `x` is the lambda's own, not a module name."""
+    from data_pipeline.novel_api.tasks import drafts
+
+    code = "import lib\nd = lib.Frame()\nout = d.api(lambda x: len(str(x)), [y for y in d])\n"
+    bundle = {"qualname": "lib.Frame.api", "module": "lib.mod", "library": "lib", "paths": ["lib.Frame.api"],
+              "M": {"prose": "Apply it."}, "E": [{"code": code, "output": "", "source": "doctest"}]}  # fmt: skip
+    reference = drafts(bundle)[0].reference
+    assert (
+        "from lib.mod import" not in reference and "d.api(lambda x: len(str(x)), [y for y in d])" in reference
+    )
+
+
 def test_a_method_is_mined_only_where_its_class_is_named():
     from data_pipeline.novel_api.mining import mine
 
