@@ -70,17 +70,23 @@ class NovelApiPayload:
     level: int | None
     python: str | None  # the interpreter of the library's new version
     retrieved: str  # the bundle the knowledge came from
+    use: str = "call"  # call | type: see `USES`
 
 
 # The file name the spy compiles a completion under: pass it as the sandbox's `candidate_file`.
 CANDIDATE_FILE = "<candidate>"
 
 
-def program(code: str, paths: list[str], absent: bool = False) -> str:
+USES = ("call", "type")  # how a task uses its API: calls it, or uses a class as a type (annotations)
+
+
+def program(code: str, paths: list[str], absent: bool = False, use: str = "call") -> str:
     """The text the sandbox runs for a completion `code` of a task, with the task's tests passed
     apart (`candidate_file=CANDIDATE_FILE`, `channel=True`); `absent`: with the API taken away,
-    the run that checks a pass needed it."""
-    return f"{SPY_SOURCE}\n\nnovelapi_main({list(paths)!r}, {code!r}, {absent!r})\n"
+    the run that checks a pass needed it; `use`: one of `USES` (the spy's `novelapi_main`)."""
+    if use not in USES:
+        raise ValueError(f"use={use!r}: choose one of {USES}")
+    return f"{SPY_SOURCE}\n\nnovelapi_main({list(paths)!r}, {code!r}, {absent!r}, {use!r})\n"
 
 
 def read_spy(channel: str) -> dict[str, Any] | None:
@@ -154,10 +160,18 @@ def load_novelapi(
                     level=task.get("level"),
                     python=python,
                     retrieved=retrieved[task["id"]],
+                    use=_use(task),
                 ),
             )
         )
     return check_unique(problems, str(folder))
+
+
+def _use(task: dict[str, Any]) -> str:
+    use = task.get("use", "call")
+    if use not in USES:
+        raise BenchmarkError(f"task {task['id']}: use={use!r}, expected one of {USES}")
+    return use
 
 
 def _interpreter(task_python: str | None, default: str | None, folder: Path) -> str | None:

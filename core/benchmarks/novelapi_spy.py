@@ -13,7 +13,8 @@ time). A call the API's signature rejects is recorded as `rejected`; after the t
 without a call that was accepted and returned fails. The spy lives in the program's process:
 code that edits its state through the wrappers' closures can forge a call, so the evaluation
 does not take its word for a pass: a passing sample runs again with the same wrappers raising on
-every call (`novelapi_main(..., absent=True)`), and passes only if it fails there. A program that
+every call (`novelapi_main(..., absent=True)`), and passes only if it fails there (a class the task
+uses as a type, never calling it, is replaced by a bare class of its name in that run). A program that
 tells the two runs apart (by reading the wrappers' state) and fails on purpose in the second can
 still forge a call: the bar is no longer "edit a counter" but "detect the check". Pass or fail, one
 record `spy <json>` with the calls (argument reprs) and the exception that ended the run goes
@@ -73,13 +74,37 @@ def install(paths, calls, state):
     return wrapped
 
 
+def stand_in(paths):
+    """Replace every path's object by a bare class of the same name, with no behaviour: a type API
+    taken away (its users' annotations, subscripts and isinstance checks no longer find it)."""
+    made = {}
+    replaced = 0
+    for path in paths:
+        try:
+            owner, name = _owner(path)
+            raw = getattr(owner, name)  # a lazy module attribute (pydantic's __getattr__) too
+        except (ImportError, AttributeError):
+            continue
+        if id(raw) not in made:
+            made[id(raw)] = type(
+                getattr(raw, "__name__", name), (), {"__module__": getattr(raw, "__module__", None)}
+            )
+        setattr(owner, name, made[id(raw)])
+        replaced += 1
+    return replaced
+
+
 def _wrap(raw, calls, state, drop_first):
     if isinstance(raw, (staticmethod, classmethod)):
         inner = _wrap(raw.__func__, calls, state, drop_first=isinstance(raw, classmethod))
         return type(raw)(inner)
-    if inspect.isclass(raw):  # the constructor: record __init__'s arguments, keep the class itself
-        init = raw.__init__
-        raw.__init__ = _recorder(init, calls, state, drop_first=True)
+    if inspect.isclass(raw):  # the constructor: record its arguments, keep the class itself
+        if raw.__init__ is object.__init__ and raw.__new__ is not object.__new__:
+            # only __new__ takes the arguments (a str subclass): object.__init__ would refuse them
+            # once __init__ were replaced
+            raw.__new__ = staticmethod(_recorder(raw.__new__, calls, state, drop_first=True))
+        else:
+            raw.__init__ = _recorder(raw.__init__, calls, state, drop_first=True)
         return None
     if not callable(raw):
         return None
@@ -136,7 +161,14 @@ def _failure(exc, phase):
 
 
 def novelapi_main(
-    paths, candidate, absent=False, _exec=exec, _compile=compile, _dumps=json.dumps, _builtins=builtins
+    paths,
+    candidate,
+    absent=False,
+    use="call",
+    _exec=exec,
+    _compile=compile,
+    _dumps=json.dumps,
+    _builtins=builtins,
 ):
     """Run `candidate` with the spy installed, in the namespace in which the sandbox then runs the
     tests (which never pass through this program); report the calls when the tests end.
@@ -147,17 +179,23 @@ def novelapi_main(
     candidate that replaces `exec` or `compile` changes nothing of it. With `absent`, the same
     wrappers raise on every call and the tests alone decide: the evaluation's second run, in which
     a sample that really calls the API fails.
+
+    `use="type"`: a class the task uses as a type (an annotation, `Secret[bool]`), which its code
+    never calls: the tests alone decide the first run, and with `absent` the class itself is
+    replaced by a bare one of the same name (`stand_in`), so a sample that needs it fails there.
     """
     send = _builtins.__dict__.pop("__editforge_report__")  # the sandbox's channel: run with channel=True
     register = _builtins.__dict__.pop("__editforge_tests__")  # the sandbox's tests, run after this
     calls = []
     # calls count once the tests run; a pass needs one that returned; `absent`: every call raises
-    state = {"testing": False, "returned": 0, "absent": bool(absent)}
-    report = {"calls": calls, "wrapped": install(paths, calls, state), "error": None}
+    typed = use == "type"
+    state = {"testing": False, "returned": 0, "absent": bool(absent) and not typed}
+    wrapped = stand_in(paths) if absent and typed else install(paths, calls, state)
+    report = {"calls": calls, "wrapped": wrapped, "error": None}
 
     def after(exc):
         error = exc
-        if exc is None and not absent and not state["returned"]:
+        if exc is None and not absent and not typed and not state["returned"]:
             error = AssertionError("the target API was never called")
         report["error"] = None if error is None else _failure(error, "tests" if exc is not None else "spy")
         send("spy " + _dumps(report))

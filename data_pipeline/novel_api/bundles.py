@@ -419,6 +419,7 @@ def _bundle(draft: _Draft, examples: list[dict[str, str]]) -> dict[str, Any]:
     row = draft.row
     return {
         "qualname": row["qualname"],
+        "kind": row.get("kind"),
         "library": row["library"],
         "version": row["new_version"],
         "license": row.get("license"),

@@ -20,6 +20,7 @@ and their types (`expected X (list), got Y (tuple)`), which the failure classifi
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import re
 from collections import Counter
@@ -46,6 +47,7 @@ class Draft:
     context: str
     reference: str
     call: str  # how the tests call it: "solve()" or "solve(10, 3)"
+    use: str = "call"  # call | type (a class the reference uses as a type, never calls)
 
 
 def strip_name(text: str, bundle: dict[str, Any]) -> str:
@@ -147,29 +149,15 @@ def drafts(bundle: dict[str, Any], per_api: int = EXAMPLES_PER_API) -> list[Draf
         except SyntaxError:
             continue
         found = _target_call(tree, short)
-        if found is None:
+        if found is not None:
+            index, call = found
+            setup = tree.body[:index]
+            levels = _levels(bundle, _imports(module, [*setup, call], _bound(setup), short),
+                             [ast.unparse(s) for s in setup], _qualified(call, module, short), call)  # fmt: skip
+        elif bundle.get("kind") == "class":
+            levels = _type_use(bundle, tree, module, short)
+        else:
             continue
-        index, call = found
-        setup = tree.body[:index]
-        bound = {
-            t.id
-            for s in setup
-            for t in ast.walk(s)
-            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
-        }
-        bound |= {
-            a.asname or a.name.split(".")[0]
-            for s in setup
-            if isinstance(s, (ast.Import, ast.ImportFrom))
-            for a in s.names
-        }
-        bound |= {
-            s.name for s in setup if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        }
-        free = [n for n in _free_names([*setup, call], bound) if n != short]
-        imports = f"import {module}\n" + (f"from {module} import {', '.join(free)}\n" if free else "")
-        target = _qualified(call, module, short)
-        levels = _levels(bundle, imports, [ast.unparse(s) for s in setup], target, call)
         if not levels or levels[0].reference in seen:
             continue
         seen.add(levels[0].reference)
@@ -180,6 +168,128 @@ def drafts(bundle: dict[str, Any], per_api: int = EXAMPLES_PER_API) -> list[Draf
         if len(seen) == per_api:
             break
     return out
+
+
+def _bound(statements: list[ast.stmt]) -> set[str]:
+    """Names the statements bind: assignments, imports, definitions."""
+    bound = {
+        t.id
+        for s in statements
+        for t in ast.walk(s)
+        if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+    }
+    bound |= {
+        a.asname or a.name.split(".")[0]
+        for s in statements
+        if isinstance(s, (ast.Import, ast.ImportFrom))
+        for a in s.names
+    }
+    return bound | {
+        s.name for s in statements if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    }
+
+
+def _imports(module: str, nodes: list[ast.AST], bound: set[str], short: str) -> str:
+    """The API's module, and the names the nodes read from it (the example's own excepted)."""
+    free = [n for n in _free_names(nodes, bound) if n != short]
+    return f"import {module}\n" + (f"from {module} import {', '.join(free)}\n" if free else "")
+
+
+def _names(node: ast.AST, short: str) -> bool:
+    """Whether the node names `short` (a name or an attribute), imports aside."""
+    return any(
+        (isinstance(n, ast.Name) and n.id == short) or (isinstance(n, ast.Attribute) and n.attr == short)
+        for n in ast.walk(node)
+        if not isinstance(n, (ast.Import, ast.ImportFrom))
+    )
+
+
+def _defines(stmt: ast.stmt) -> list[str]:
+    """The names a statement itself binds (a class's name, not its fields)."""
+    if isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [stmt.name]
+    targets = (
+        stmt.targets
+        if isinstance(stmt, ast.Assign)
+        else [stmt.target]
+        if isinstance(stmt, ast.AnnAssign)
+        else []
+    )
+    return [t.id for t in targets if isinstance(t, ast.Name)]
+
+
+def _checked_value(stmt: ast.stmt) -> ast.expr | None:
+    """The value an example checks or shows: `assert X == Y` -> X, `print(X)` -> X, a bare expression."""
+    if isinstance(stmt, ast.Assert) and isinstance(stmt.test, ast.Compare):
+        compare = stmt.test
+        return compare.left if len(compare.ops) == 1 and isinstance(compare.ops[0], ast.Eq) else None
+    if not isinstance(stmt, ast.Expr) or isinstance(stmt.value, ast.Constant):
+        return None
+    value = stmt.value
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "print":
+        return value.args[0] if len(value.args) == 1 and not value.keywords else None
+    return value
+
+
+def _without_alias(stmt: ast.stmt, short: str) -> ast.stmt | None:
+    """An import statement without the API's own name (the context must not name it); None if empty."""
+    if not isinstance(stmt, ast.ImportFrom):
+        return stmt
+    names = [a for a in stmt.names if (a.asname or a.name) != short]
+    return ast.ImportFrom(module=stmt.module, names=names, level=stmt.level) if names else None
+
+
+class _Qualify(ast.NodeTransformer):
+    """`Short` read as a bare name -> `module.Short`."""
+
+    def __init__(self, module: str, short: str):
+        self.module, self.short = module, short
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id == self.short and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(ast.parse(f"{self.module}.{self.short}", mode="eval").body, node)
+        return node
+
+
+def _type_use(bundle: dict[str, Any], tree: ast.Module, module: str, short: str) -> list[Draft]:
+    """An L1 task from an example that uses the class as a type and never calls it (pydantic's
+    `a: ClickHouseDsn` in a model): the masked span is the first statement that names it, the
+    result the value the example then checks (`assert X == ...`, `print(X)`, a bare expression).
+    None when the name shows anywhere else (the context would give it away)."""
+    body = tree.body
+    at = next(
+        (
+            i
+            for i, s in enumerate(body)
+            if not isinstance(s, (ast.Import, ast.ImportFrom)) and _names(s, short)
+        ),
+        None,
+    )
+    if at is None:
+        return []
+    end = next((j for j in range(at + 1, len(body)) if _checked_value(body[j]) is not None), None)
+    if end is None:
+        return []
+    value = _checked_value(body[end])
+    setup = [s for s in (_without_alias(s, short) for s in body[:at]) if s is not None]
+    after = body[at + 1 : end]
+    if any(_names(n, short) for n in [*setup, *after, value]):
+        return []
+    target = _Qualify(module, short).visit(copy.deepcopy(body[at]))
+    imports = _imports(module, [*setup, body[at], *after, value], _bound([*setup, body[at], *after]), short)
+
+    def block(statements: list[ast.stmt]) -> str:
+        return "".join(f"    {line}\n" for s in statements for line in ast.unparse(s).splitlines())
+
+    head = f"{imports}\n\ndef solve():\n{block(setup)}"
+    tail = f"{block(after)}    result = {ast.unparse(value)}\n    return result\n"
+    defined = _defines(body[at])
+    description = describe(bundle, "")
+    if defined:
+        description += f" The missing step defines `{'`, `'.join(defined)}`."
+    qual = bundle["qualname"]
+    reference, context = head + block([target]) + tail, head + f"    {TODO}\n" + tail
+    return [Draft(f"{qual}/L1", qual, 1, description, context, reference, "solve()", use="type")]
 
 
 def _qualified(call: ast.Call, module: str, short: str) -> str:
@@ -324,7 +434,7 @@ class TaskBuilder:
 
     def finish(self, bundle: dict[str, Any], drafts_: list[Draft]) -> list[dict[str, Any]]:
         paths = bundle.get("paths") or [bundle["qualname"]]
-        capture = [(program(d.reference, paths), CAPTURE.format(call=d.call)) for d in drafts_]
+        capture = [(program(d.reference, paths, use=d.use), CAPTURE.format(call=d.call)) for d in drafts_]
         tasks = []
         unverified = library_unverified(self.sandbox, bundle["library"])
         results = self.sandbox.run_many(
@@ -355,25 +465,33 @@ class TaskBuilder:
                     "signature": _parameters((bundle.get("S") or {}).get("signature")),
                     "reference_calls": _unique(spy.get("calls", [])),  # the capture calls solve twice
                     "generator": "deterministic",
+                    "use": draft.use,
                 }
             )
         return self.check_c1(tasks)
 
     def check_c1(self, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """C1: the reference passes its own tests, with the API called (always checked)."""
-        jobs = [(program(t["reference"], t["paths"]), t["tests"]) for t in tasks]
-        kept = []
-        unverified = [library_unverified(self.sandbox, t["library"]) for t in tasks]
+        """C1: the reference passes its own tests, with the API called (always checked); a reference
+        that uses a class as a type must also fail with the class taken away (else no sample
+        would need it: `type_not_needed`)."""
+        typed = [t for t in tasks if t.get("use") == "type"]
+        jobs = [(program(t["reference"], t["paths"], use=t.get("use", "call")), t["tests"]) for t in tasks]
+        jobs += [(program(t["reference"], t["paths"], absent=True, use="type"), t["tests"]) for t in typed]
+        unverified = [library_unverified(self.sandbox, t["library"]) for t in [*tasks, *typed]]
         results = (
             self.sandbox.run_many(jobs, candidate_file=CANDIDATE_FILE, unverified=unverified, channel=True)
             if jobs
             else []
         )
-        for task, result in zip(tasks, results, strict=True):
-            if result.passed:
-                kept.append({**task, "c1": True})
-            else:
+        without = {id(t): r.passed for t, r in zip(typed, results[len(tasks) :], strict=True)}
+        kept = []
+        for task, result in zip(tasks, results[: len(tasks)], strict=True):
+            if not result.passed:
                 self.dropped["c1_failed"] += 1
+            elif without.get(id(task)):
+                self.dropped["type_not_needed"] += 1
+            else:
+                kept.append({**task, "c1": True})
         return kept
 
 

@@ -10,7 +10,8 @@ Metrics per cell (split), means over problems of per-problem values:
 - **pass@k**: the unbiased estimator (run `gen.temperature=0 gen.n=1` for greedy pass@1, or
   sample n >= 5 for pass@5);
 - **API_acc**: the share of samples whose code called the target API (the spy recorded a call
-  made from the candidate's code);
+  made from the candidate's code); for a class the task uses as a type (`use: type`), whose code
+  names it (a passing sample also failed with it replaced by a bare class);
 - **Param_corr**: the share of samples with a call whose arguments equal a reference call's,
   both bound to the API's signature with defaults applied (so `f(x)` and `f(x, sep='-')`
   agree when '-' is the default), compared as reprs.
@@ -29,7 +30,14 @@ from core.sandbox.declared import unverified_flags
 from eval.benchmarks.base import BenchmarkKind, ExecContext, Job, ScoreContext, Scored
 from eval.execute import precheck
 from eval.metrics import aggregate_pass_at_k
-from eval.novelapi.classify import CLASSES, Attempt, bound_arguments, explain, parse_signature
+from eval.novelapi.classify import (
+    CLASSES,
+    Attempt,
+    bound_arguments,
+    explain,
+    parse_signature,
+    references_target,
+)
 from eval.novelapi.library import library_facts
 
 
@@ -43,7 +51,10 @@ class NovelApi(BenchmarkKind):
     def execute(self, jobs: list[Job], ctx: ExecContext) -> list[dict[str, Any]]:
         early = [precheck(j.code, "python", ctx.max_code_bytes) for j in jobs]
         runnable = [j for j, e in zip(jobs, early, strict=True) if e is None]
-        runs = [(program(j.code, list(j.problem.payload.paths)), j.problem.tests) for j in runnable]
+        runs = [
+            (program(j.code, list(j.problem.payload.paths), use=j.problem.payload.use), j.problem.tests)
+            for j in runnable
+        ]
         results = iter(_run(ctx, runs, runnable))
         done = [(j, e, None if e else next(results)) for j, e in zip(jobs, early, strict=True)]
         needed = _needs_the_api(ctx, [(j, r) for j, _, r in done if r is not None and r.passed])
@@ -62,7 +73,13 @@ KIND = NovelApi()
 def _needs_the_api(ctx: ExecContext, passed: list[tuple[Job, Any]]) -> dict[int, bool]:
     """For each passing run (by id), whether the sample fails with the API taken away: the spy's
     record lives in the candidate's process, this verdict does not."""
-    runs = [(program(j.code, list(j.problem.payload.paths), absent=True), j.problem.tests) for j, _ in passed]
+    runs = [
+        (
+            program(j.code, list(j.problem.payload.paths), absent=True, use=j.problem.payload.use),
+            j.problem.tests,
+        )
+        for j, _ in passed
+    ]
     results = _run(ctx, runs, [j for j, _ in passed])
     return {id(r): not without.passed for (_, r), without in zip(passed, results, strict=True)}
 
@@ -106,12 +123,15 @@ def _record(problem: Problem, code: str, early, result, needed: bool = True) -> 
         library_names=facts.names,
     )
     klass, reason = explain(attempt)
+    # a type the task uses, never calls: used when the code names it (a pass also needed it)
+    used = bool(attempt.calls) or (payload.use == "type" and (passed or references_target(attempt)))
     return {
         "status": status,
         "passed": passed,
         "detail": detail[:300],
         "stderr": stderr[-2000:],
         "calls": list(attempt.calls),
+        "used": used,
         "class": klass,
         "reason": reason,
         "param_correct": param_correct(attempt.calls, attempt.reference_calls, attempt.signature),
@@ -137,7 +157,7 @@ def score_novelapi(
         row = per[split][pid]
         row[0] += 1
         row[1] += int(record["passed"])
-        row[2] += int(bool(record["calls"]))
+        row[2] += int(record.get("used", bool(record["calls"])))
         row[3] += int(record["param_correct"])
         classes[split][record["class"]] += 1
     metrics: dict[str, dict[str, Any]] = {}

@@ -247,6 +247,15 @@ class _Static:
     defines_target_name: bool
 
 
+def references_target(attempt: Attempt) -> bool:
+    """Whether the attempt's code names the target through one of its paths (False if it does not parse)."""
+    try:
+        tree = ast.parse(attempt.code)
+    except (SyntaxError, ValueError):
+        return False
+    return _analyse(tree, attempt).references_target
+
+
 def _analyse(tree: ast.AST, attempt: Attempt) -> _Static:
     aliases = set(attempt.aliases) | {attempt.target}
     roots = {a.split(".")[0] for a in aliases}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from test_eval_run import run_eval
-from test_novel_tasks import BUNDLE, python, sandbox  # noqa: F401  (fixtures)
+from test_novel_tasks import BUNDLE, TYPED, python, sandbox  # noqa: F401  (fixtures)
 
 from core.benchmarks import load_benchmark
 from core.problems import BenchmarkError
@@ -206,6 +206,42 @@ def test_forged_spy_records_give_no_pass_and_no_call(folder, tmp_path):
     for i, name in enumerate(FORGERIES, 1):
         assert not runs[i]["passed"], (name, runs[i])
         assert runs[i]["calls"] == [], (name, runs[i]["calls"])
+
+
+def test_a_type_task_passes_only_samples_that_need_the_class(tmp_path, sandbox, python):  # noqa: F811
+    """A class the task uses as a type: a look-alike type of the sample's own passes the tests but
+    also passes with the class taken away, so it fails; API_acc counts the samples that name it."""
+    folder = tmp_path / "typed"
+    folder.mkdir()
+    tasks, _ = build_tasks([TYPED], sandbox)
+    write_jsonl([{**t, "split": "test"} for t in tasks], folder / "tasks.jsonl")
+    write_jsonl([TYPED], folder / "bundles.jsonl")
+    (folder / "discovery.json").write_text(json.dumps({"library": "novlib", "python": {"new": python}}))
+    (problem,) = load_benchmark("novelapi", str(folder)).problems
+    assert problem.payload.use == "type"
+    head = "import novlib.fields\nfrom novlib import load\n"
+    body = "def solve():\n    record = {'name': 'ada', 'age': '36'}\n    class Person:\n        name: %s\n        age: %s\n    return load(Person, record)\n"
+    mine = "class Mine(str):\n    def __new__(cls, v):\n        return str.__new__(cls, v.upper())\n"
+    texts = [
+        head + body % ("novlib.fields.Upper", "int"),  # passes, needs it
+        head + mine + body % ("Mine", "int"),  # passes, but also without it: failed, not used
+        head + body % ("novlib.fields.Upper", "str"),  # names it, fails the tests: used
+        head + body % ("str", "int"),  # neither
+    ]
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text(json.dumps({"problem": problem.id, "split": "Full", "completions": texts}) + "\n")
+    out = tmp_path / "run"
+    results = run_eval(
+        ["benchmark=novelapi", f"benchmark.path={folder}", "benchmark.cells=[Full]", "model=replay",
+         f"model.path={replay}", "gen.n=4", "score.ks=[1]", f"out={out}"]
+    )  # fmt: skip
+    records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    runs = {r["index"]: r for r in records if r["type"] == "execution"}
+    assert [runs[i]["passed"] for i in range(4)] == [True, False, False, False]
+    assert [runs[i]["used"] for i in range(4)] == [True, False, True, False]
+    assert "never needed" in runs[1]["detail"]
+    m = results["metrics"]["Full"]
+    assert m["pass@1"] == pytest.approx(1 / 4) and m["api_acc"] == pytest.approx(2 / 4)
 
 
 def test_the_report_plots_failures_only_when_there_are_some(tmp_path):

@@ -284,6 +284,7 @@ def test_numpy_style_bundle_exactly(built):
     bundle = built[2]["add"]
     assert bundle == {
         "qualname": "add",
+        "kind": "function",
         "library": "novlib",
         "version": "2.0",
         "license": "MIT",

@@ -16,7 +16,13 @@ from core.sandbox import make_sandbox
 from data_pipeline.novel_api.tasks import TODO, build_tasks, drafts
 
 NOVLIB = {
-    "__init__.py": "from novlib.text import slugify\n",
+    "__init__.py": "from novlib.fields import Upper, load\nfrom novlib.text import slugify\n",
+    # a class used as a type: `load` builds each field by calling its annotation
+    "fields.py": (
+        "class Upper(str):\n    def __new__(cls, value):\n        return str.__new__(cls, value.upper())\n\n\n"
+        "def load(schema, data):\n"
+        "    return {name: kind(data[name]) for name, kind in schema.__annotations__.items()}\n"
+    ),
     "text.py": (
         "def _clean(text):\n    return ''.join(c if c.isalnum() else ' ' for c in text.lower())\n\n\n"
         "def slugify(text, sep='-', max_len=None):\n"
@@ -115,6 +121,86 @@ def test_the_spy_fails_a_reimplementation_and_accepts_every_alias(sandbox):
     wrong_type = "from novlib import slugify\ndef solve(a, b):\n    return list(slugify('Hello, World', sep=a, max_len=b))\n"
     result, _ = _run(sandbox, wrong_type, task)
     assert not result.passed and "expected 'hello+wo' (str), got [" in result.stderr
+
+
+TYPED_EXAMPLE = """from novlib import Upper, load
+record = {'name': 'ada', 'age': '36'}
+
+class Person:
+    name: Upper
+    age: int
+assert load(Person, record) == {'name': 'ADA', 'age': 36}
+"""
+TYPED = {
+    "qualname": "novlib.fields.Upper",
+    "kind": "class",
+    "library": "novlib",
+    "version": "2.0",
+    "module": "novlib.fields",
+    "paths": ["novlib.Upper", "novlib.fields.Upper"],
+    "S": {"name": "novlib.fields.Upper", "signature": "Upper(value)"},
+    "E": [{"code": TYPED_EXAMPLE, "output": "", "source": "tests"}],
+    "M": {"prose": "A field type whose values Upper upper-cases.", "code": ""},
+}
+
+
+def test_a_class_used_as_a_type_becomes_a_task_that_needs_it(sandbox):
+    """pydantic's `a: ClickHouseDsn`: the example never calls the class. The masked span is the
+    statement that names it, the result the value the example checks; the reference passes, and
+    fails with the class replaced by a bare one. A sample with a look-alike type of its own passes
+    both runs, so the evaluation's second run rejects it."""
+    tasks, manifest = build_tasks([TYPED], sandbox)
+    assert [(t["id"], t["use"]) for t in tasks] == [("novlib.fields.Upper/L1", "type")], manifest
+    task = tasks[0]
+    assert "Upper" not in task["context"] and "Upper" not in task["description"]
+    assert "from novlib import load\n" in task["context"] and "`Person`" in task["description"]
+    assert "        name: novlib.fields.Upper\n" in task["reference"] and TODO in task["context"]
+    own = (
+        task["reference"]
+        .replace("novlib.fields.Upper", "Mine")
+        .replace(
+            "def solve",
+            "class Mine(str):\n    def __new__(cls, v):\n        return str.__new__(cls, v.upper())\n\n\ndef solve",
+        )
+    )
+    for code, needs_it in ((task["reference"], True), (own, False)):
+        runs = [
+            sandbox.run(program(code, task["paths"], absent=absent, use="type"), task["tests"],
+                        candidate_file=CANDIDATE_FILE, channel=True)
+            for absent in (False, True)
+        ]  # fmt: skip
+        assert runs[0].passed and runs[1].passed is not needs_it, runs[1].stderr[-600:]
+    # a class that takes its arguments in __new__ only: a direct call is recorded, and still runs
+    called = "import novlib\ndef solve():\n    return {'name': novlib.Upper('ada'), 'age': 36}\n"
+    result = sandbox.run(
+        program(called, task["paths"], use="type"), task["tests"], candidate_file=CANDIDATE_FILE, channel=True
+    )
+    assert result.passed and read_spy(result.channel)["calls"] == [{"args": ["'ada'"], "kwargs": {}}]
+    # the class named after the masked statement too (the context would give it away): no task
+    shown = {
+        **TYPED,
+        "E": [
+            {
+                **TYPED["E"][0],
+                "code": TYPED_EXAMPLE + "assert isinstance(load(Person, record)['name'], Upper)\n",
+            }
+        ],
+    }
+    assert [d.id for d in drafts(shown)] == ["novlib.fields.Upper/L1"]  # the first check is still the result
+    leaked = {
+        **TYPED,
+        "E": [{**TYPED["E"][0], "code": TYPED_EXAMPLE.replace("assert load", "assert Upper and load")}],
+    }
+    assert drafts(leaked) == [] and drafts({**TYPED, "kind": "function"}) == []
+
+
+def test_a_type_task_whose_reference_passes_without_the_class_is_dropped(sandbox):
+    """A class named in an annotation nobody reads: the reference passes with it taken away."""
+    idle = TYPED_EXAMPLE.replace(
+        "assert load(Person, record) == {'name': 'ADA', 'age': 36}", "assert len(record) == 2"
+    )
+    tasks, manifest = build_tasks([{**TYPED, "E": [{**TYPED["E"][0], "code": idle}]}], sandbox)
+    assert tasks == [] and manifest["dropped"] == {"type_not_needed": 1}
 
 
 def test_unusable_bundles_are_counted(sandbox):
