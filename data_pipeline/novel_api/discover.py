@@ -11,7 +11,9 @@ of its names:
   added `MultiReplace`, defined in 20.2.1 but left out of `__all__`, to `__all__`): a model could
   have read it. The manifest lists those as `newly_public`;
 - its (qualname inside the module, last module component without leading underscores) was not seen
-  before: `pkg.strutils.camel` moved to `pkg.text.strutils.camel` or `pkg._strutils.camel` is not new.
+  before: `pkg.strutils.camel` moved to `pkg.text.strutils.camel` or `pkg._strutils.camel` is not new;
+- no path of it was a path of a dependency's object the old version re-exported: pydantic 2.5's
+  `AnyUrl` was pydantic-core's `Url`, so 2.10's own `AnyUrl.build` is no new API.
 
 Every candidate becomes one row of `apis.jsonl`, kept or with the first filter that matched.
 """
@@ -124,7 +126,7 @@ def discover(
     extras = {r: listed[r][1] for r in ROLES}
     # the new version's candidates must run (bundles execute their examples): only imported modules count
     new_apis = [a for a in found["new"]["apis"] if not a.get("static")]
-    candidates = novel(found["old"]["apis"], new_apis)
+    candidates = novel(found["old"]["apis"], new_apis, found["old"].get("external_paths", []))
     promoted = newly_public(found["old"]["apis"], new_apis)
     static = found["old"].get("static_modules", [])
     unread = {m: e for m, e in found["old"]["failed_modules"].items() if m not in static}
@@ -262,9 +264,10 @@ def tail_key(api: dict) -> tuple[str, str]:
     return api["canonical"][len(module) + 1 :], module.rsplit(".", 1)[-1].lstrip("_")
 
 
-def novel(old: list[dict], new: list[dict]) -> list[dict]:
-    """The APIs of `new` that `old` knew under none of their names (see the module docstring)."""
-    paths = {p for a in old for p in a["paths"]}
+def novel(old: list[dict], new: list[dict], old_external: list[str] = ()) -> list[dict]:
+    """The APIs of `new` that `old` knew under none of their names (see the module docstring);
+    `old_external`: paths at which `old` re-exported a dependency's objects and their attributes."""
+    paths = {p for a in old for p in a["paths"]} | set(old_external)
     names = {a["canonical"] for a in old} | {tail_key(a) for a in old}
     return [
         a for a in new if paths.isdisjoint(a["paths"]) and {a["canonical"], tail_key(a)}.isdisjoint(names)

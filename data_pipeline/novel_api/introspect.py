@@ -130,6 +130,32 @@ def collect(package: str, modules: dict[str, object]) -> list[Found]:
     return list(found.values())
 
 
+def external_paths(package: str, modules: dict[str, object]) -> list[str]:
+    """Public paths at which the package re-exports a class or function of a dependency, with the
+    public attributes of such a class: `pydantic.AnyUrl.build` was a path users wrote when
+    `AnyUrl` was pydantic-core's `Url`, so a later `AnyUrl.build` of pydantic's own is not new."""
+    paths: set[str] = set()
+    for modname in sorted(modules):
+        if not is_public_path(modname):
+            continue
+        names, public = namespace(modules[modname])
+        for name in sorted(public & names.keys()):
+            obj = names[name]
+            # a typing alias (pydantic 2.5's `PostgresDsn = Annotated[MultiHostUrl, ...]`) passes
+            # attribute access on to its class: `PostgresDsn.build` was a path too
+            origin = safe(lambda o=obj: o.__origin__)  # Annotated[X, ...] -> X (get_origin: Annotated)
+            cls = obj if inspect.isclass(obj) else origin if inspect.isclass(origin) else None
+            if cls is None and not (inspect.isfunction(obj) or inspect.isbuiltin(obj)):
+                continue
+            if defined_in(cls or obj, package):
+                continue
+            paths.add(f"{modname}.{name}")
+            if cls is not None:
+                attrs = safe(lambda c=cls: dir(c), []) or []
+                paths.update(f"{modname}.{name}.{a}" for a in attrs if not a.startswith("_"))
+    return sorted(paths)
+
+
 def methods(cls: type, package: str):
     """(name, defining class, function) for each non-dunder method, inherited ones included."""
     try:
@@ -378,6 +404,7 @@ def introspect(package: str, dist: str | None) -> dict:
         "license_classifiers": classifiers,
         "modules": sorted(modules),
         "submodules": submodule_exports(package, modules),
+        "external_paths": external_paths(package, modules),
         "failed_modules": dict(sorted(failed.items())),
         "static_modules": sorted(read),
         "apis": apis,

@@ -7,8 +7,9 @@ through the index's JSON simple API, downloaded once into the build folder):
 - **tests** (`test_*.py`, `*_test.py`, files under a `tests`/`test` folder): each test function
   that takes no fixture (its parameters only those `pytest.mark.parametrize` gives, bound to the
   first case; a `Test*` method's `self` unused), whose body uses the API, becomes a standalone
-  program: the file's imports (not pytest's), the module-level helpers and constants its body
-  uses, then the body itself at top level, a `pytest.raises` block turned into try/except;
+  program: the file's imports that it reads (not pytest's), the module-level helpers and
+  constants its body uses, then the body itself at top level, a `pytest.raises` block turned into
+  try/except;
 - **docs** (`.rst`, `.md`, `.txt` under `doc`/`docs` and the README): each Python code block and each
   run of `>>>` lines that calls the API.
 
@@ -283,13 +284,31 @@ def test_programs(path: str, text: str) -> list[tuple[int, str]]:
             needed |= {n for h in chosen for n in _names(h)}
         if any(n in SKIPPED_IMPORTS for h in chosen for n in _names(h)):
             continue
-        statements = [*imports, *sorted(chosen, key=lambda s: s.lineno), *body]
+        used = [s for s in (_used_import(i, needed) for i in imports) if s is not None]
+        statements = [*used, *sorted(chosen, key=lambda s: s.lineno), *body]
         try:
             program = ast.unparse(ast.Module(body=statements, type_ignores=[]))
         except (ValueError, RecursionError):
             continue
         programs.append((func.lineno, program + "\n"))
     return programs
+
+
+def _used_import(statement: ast.Import | ast.ImportFrom, needed: set[str]) -> ast.stmt | None:
+    """The import with only the names the program reads (a test file imports for all its tests:
+    pydantic's `from dirty_equals import IsStr` would fail a program that never uses it); None
+    when it binds none of them. A star import stays."""
+    names = [
+        a
+        for a in statement.names
+        if a.name == "*"
+        or (a.asname or (a.name.split(".")[0] if isinstance(statement, ast.Import) else a.name)) in needed
+    ]
+    if not names:
+        return None
+    if isinstance(statement, ast.Import):
+        return ast.Import(names=names)
+    return ast.ImportFrom(module=statement.module, names=names, level=statement.level)
 
 
 def doc_programs(text: str) -> list[tuple[int, str]]:

@@ -154,10 +154,8 @@ def drafts(bundle: dict[str, Any], per_api: int = EXAMPLES_PER_API) -> list[Draf
             setup = tree.body[:index]
             levels = _levels(bundle, _imports(module, [*setup, call], _bound(setup), short),
                              [ast.unparse(s) for s in setup], _qualified(call, module, short), call)  # fmt: skip
-        elif bundle.get("kind") == "class":
-            levels = _type_use(bundle, tree, module, short)
-        else:
-            continue
+        else:  # no call at top level: the statement that names it (`a: Dsn`, `@with_config(...)`)
+            levels = _statement_task(bundle, tree, module, short)
         if not levels or levels[0].reference in seen:
             continue
         seen.add(levels[0].reference)
@@ -251,11 +249,12 @@ class _Qualify(ast.NodeTransformer):
         return node
 
 
-def _type_use(bundle: dict[str, Any], tree: ast.Module, module: str, short: str) -> list[Draft]:
-    """An L1 task from an example that uses the class as a type and never calls it (pydantic's
-    `a: ClickHouseDsn` in a model): the masked span is the first statement that names it, the
-    result the value the example then checks (`assert X == ...`, `print(X)`, a bare expression).
-    None when the name shows anywhere else (the context would give it away)."""
+def _statement_task(bundle: dict[str, Any], tree: ast.Module, module: str, short: str) -> list[Draft]:
+    """An L1 task from an example that never calls the API at top level: a class used as a type
+    (pydantic's `a: ClickHouseDsn` in a model: `use="type"`), a function called as a class's
+    decorator (`@with_config(...)`) or in its body. The masked span is the first statement that
+    names it, the result the value the example then checks (`assert X == ...`, `print(X)`, a bare
+    expression); none when the name shows anywhere else (the context would give it away)."""
     body = tree.body
     at = next(
         (
@@ -289,7 +288,8 @@ def _type_use(bundle: dict[str, Any], tree: ast.Module, module: str, short: str)
         description += f" The missing step defines `{'`, `'.join(defined)}`."
     qual = bundle["qualname"]
     reference, context = head + block([target]) + tail, head + f"    {TODO}\n" + tail
-    return [Draft(f"{qual}/L1", qual, 1, description, context, reference, "solve()", use="type")]
+    use = "type" if bundle.get("kind") == "class" else "call"
+    return [Draft(f"{qual}/L1", qual, 1, description, context, reference, "solve()", use=use)]
 
 
 def _qualified(call: ast.Call, module: str, short: str) -> str:

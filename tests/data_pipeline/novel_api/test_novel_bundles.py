@@ -477,6 +477,7 @@ def test_render_stripped_masks_every_name():
 SDIST = {
     "novlib-2.0/tests/test_core.py": """import pytest
 from novlib.core import quiet, spin
+from not_installed_helpers import IsStr  # a test dependency no mined program reads
 
 LIMIT = 3
 
@@ -552,32 +553,33 @@ def test_examples_mined_from_a_test_function_and_an_rst_block_become_validated_e
     assert "tests/test_core.py" in files and "docs/usage.rst" in files  # the top folder dropped
     programs = dict(test_programs("tests/test_core.py", files["tests/test_core.py"]))
     # no fixture: the first test, the one whose pytest.raises became a try, the Test class's method
-    assert list(programs) == [11, 20, 26]
-    assert "except TypeError:\n    pass\nelse:\n    raise AssertionError" in programs[20]
-    assert programs[11] == (
-        "from novlib.core import quiet, spin\nLIMIT = 3\n\ndef _double(v):\n    return 2 * v\n"
+    assert list(programs) == [12, 21, 27]
+    assert "except TypeError:\n    pass\nelse:\n    raise AssertionError" in programs[21]
+    # only the imports the program reads: not spin, not the test dependency
+    assert programs[12] == (
+        "from novlib.core import quiet\nLIMIT = 3\n\ndef _double(v):\n    return 2 * v\n"
         "value = _double(LIMIT)\nassert quiet(value) == 6\n"
     )
     mined = mine_sdist(sdist, [r for r in rows if r.get("kept")]).examples
     assert {q: [m.origin for m in ms] for q, ms in mined.items()} == {
-        "quiet": ["tests/test_core.py:11", "tests/test_core.py:20"],  # the shortest first
-        "spin": ["tests/test_core.py:26"],
+        "quiet": ["tests/test_core.py:12", "tests/test_core.py:21"],  # the shortest first
+        "spin": ["tests/test_core.py:27"],
         "Box": ["docs/usage.rst:16", "docs/usage.rst:8"],  # the shortest first
     }
     manifest = build_bundles(copy, timeout_s=2.0, mined=mined)
     bundles = {b["qualname"]: b for b in map(json.loads, (copy / "bundles.jsonl").read_text().splitlines())}
     quiet = bundles["quiet"]["E"]  # no docstring example: kept for its tests
     assert quiet[0] == {
-        "code": programs[11],
+        "code": programs[12],
         "output": "",
         "source": "tests",
-        "origin": "tests/test_core.py:11",
+        "origin": "tests/test_core.py:12",
     }
-    assert [e["origin"] for e in quiet] == ["tests/test_core.py:11", "tests/test_core.py:20"]
+    assert [e["origin"] for e in quiet] == ["tests/test_core.py:12", "tests/test_core.py:21"]
     box = [e for e in bundles["Box"]["E"] if e["source"] == "docs"]
     assert [e["origin"] for e in box] == ["docs/usage.rst:8"]  # the broken block did not run
     # spin's doctest hangs, its test runs: a bundle now
-    assert [(e["source"], e["origin"]) for e in bundles["spin"]["E"]] == [("tests", "tests/test_core.py:26")]
+    assert [(e["source"], e["origin"]) for e in bundles["spin"]["E"]] == [("tests", "tests/test_core.py:27")]
     assert manifest["kept"] == 8 and manifest["dropped"]["no_valid_example"] == 1  # broken only
     assert manifest["example_sources"]["tests"] == 3 and manifest["example_sources"]["docs"] == 1
     assert manifest["mined_examples"] == 5
@@ -685,6 +687,11 @@ def test_a_doctest_written_before_numpy_2_passes_with_numpys_1_25_printing():
     units = [
         Unit("doctest", "numpy", "numpy.float64", old_style),
         Unit("doctest", "numpy", "numpy.float64", ">>> import numpy as np\n>>> np.float64(0.5)\n0.75\n"),
-        Unit("doctest", "numpy", "numpy.float64", ">>> import numpy as np\n>>> np.float64(0.5)\nnp.float64(0.5)\n"),
+        Unit(
+            "doctest",
+            "numpy",
+            "numpy.float64",
+            ">>> import numpy as np\n>>> np.float64(0.5)\nnp.float64(0.5)\n",
+        ),
     ]
     assert [o.status for o in run_examples(sys.executable, units, 10.0)] == [OK, FAILED, OK]

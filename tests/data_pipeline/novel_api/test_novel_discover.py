@@ -532,3 +532,40 @@ def test_a_docstring_is_deprecated_by_a_note_or_its_summary_not_by_a_mention():
     # pandas' DataFrame.map: its note is about the method it replaces
     doc = "Apply a function elementwise.\n\n.. versionadded:: 2.1.0\n\n   DataFrame.applymap was deprecated and renamed."
     assert not says_deprecated(doc)
+
+
+def test_a_path_the_old_version_gave_a_dependencys_object_is_not_new():
+    """pydantic 2.5's `AnyUrl` was pydantic-core's `Url`: 2.10's own `AnyUrl.build` is a path users
+    already wrote, so it is no new API, while a method the dependency never had is."""
+    import collections
+    import types
+    import typing
+
+    from data_pipeline.novel_api.discover import novel
+    from data_pipeline.novel_api.introspect import external_paths
+
+    old = types.ModuleType("fakepkg")
+    old.Registry = collections.OrderedDict  # re-exported from a dependency
+    old._Hidden = collections.Counter  # private: not a path users wrote
+    old.Pairs = typing.Annotated[collections.deque, "pairs"]  # an alias: attributes reach deque
+
+    def own():
+        """Defined in the package itself."""
+
+    own.__module__ = "fakepkg"
+    old.own = own
+    paths = external_paths("fakepkg", {"fakepkg": old})
+    assert "fakepkg.Registry" in paths and "fakepkg.Registry.move_to_end" in paths
+    assert "fakepkg.Pairs.appendleft" in paths
+    assert not any(p.startswith(("fakepkg.own", "fakepkg._Hidden")) for p in paths)
+
+    def api(canonical: str, path: str) -> dict:
+        module, _, _ = canonical.rpartition(".")
+        return {"canonical": canonical, "module": module, "paths": [path]}
+
+    new = [
+        api("fakepkg.registry.Registry.move_to_end", "fakepkg.Registry.move_to_end"),
+        api("fakepkg.registry.Registry.freeze", "fakepkg.Registry.freeze"),
+    ]
+    assert [a["paths"] for a in novel([], new, paths)] == [["fakepkg.Registry.freeze"]]
+    assert len(novel([], new)) == 2

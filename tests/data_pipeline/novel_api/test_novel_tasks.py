@@ -16,12 +16,13 @@ from core.sandbox import make_sandbox
 from data_pipeline.novel_api.tasks import TODO, build_tasks, drafts
 
 NOVLIB = {
-    "__init__.py": "from novlib.fields import Upper, load\nfrom novlib.text import slugify\n",
+    "__init__.py": "from novlib.fields import Upper, load, tagged\nfrom novlib.text import slugify\n",
     # a class used as a type: `load` builds each field by calling its annotation
     "fields.py": (
         "class Upper(str):\n    def __new__(cls, value):\n        return str.__new__(cls, value.upper())\n\n\n"
         "def load(schema, data):\n"
-        "    return {name: kind(data[name]) for name, kind in schema.__annotations__.items()}\n"
+        "    return {name: kind(data[name]) for name, kind in schema.__annotations__.items()}\n\n\n"
+        "def tagged(label):\n    def apply(cls):\n        cls.label = label\n        return cls\n    return apply\n"
     ),
     "text.py": (
         "def _clean(text):\n    return ''.join(c if c.isalnum() else ' ' for c in text.lower())\n\n\n"
@@ -191,7 +192,19 @@ def test_a_class_used_as_a_type_becomes_a_task_that_needs_it(sandbox):
         **TYPED,
         "E": [{**TYPED["E"][0], "code": TYPED_EXAMPLE.replace("assert load", "assert Upper and load")}],
     }
-    assert drafts(leaked) == [] and drafts({**TYPED, "kind": "function"}) == []
+    assert drafts(leaked) == [] and [d.use for d in drafts({**TYPED, "kind": "function"})] == ["call"]
+
+
+def test_a_function_called_as_a_decorator_becomes_a_task_on_its_statement(sandbox):
+    """pydantic's `@with_config(ConfigDict(...))` on a class: the call runs at top level, but its
+    value is a decorator; the task masks the decorated class, and the spy still sees the call."""
+    example = "from novlib import tagged\n\n@tagged('x')\nclass Thing:\n    pass\nassert Thing.label == 'x'\n"
+    bundle = {**TYPED, "qualname": "novlib.fields.tagged", "kind": "function", "paths": ["novlib.tagged", "novlib.fields.tagged"],
+              "E": [{"code": example, "output": "", "source": "tests"}], "S": {"name": "novlib.fields.tagged", "signature": "tagged(label)"}}  # fmt: skip
+    tasks, manifest = build_tasks([bundle], sandbox)
+    assert [(t["id"], t["use"]) for t in tasks] == [("novlib.fields.tagged/L1", "call")], manifest
+    assert "    @novlib.fields.tagged('x')\n    class Thing:" in tasks[0]["reference"]
+    assert tasks[0]["reference_calls"] == [{"args": ["'x'"], "kwargs": {}}]
 
 
 def test_a_type_task_whose_reference_passes_without_the_class_is_dropped(sandbox):
