@@ -5,11 +5,13 @@ its authors meant it to be called, and the docs show the rest. From the new vers
 through the index's JSON simple API, downloaded once into the build folder):
 
 - **tests** (`test_*.py`, `*_test.py`, files under a `tests`/`test` folder): each test function
-  that takes no fixture (its parameters only those `pytest.mark.parametrize` gives, bound to the
-  first case; a `Test*` method's `self` unused), whose body uses the API, becomes a standalone
-  program: the file's imports that it reads (not pytest's), the module-level helpers and
-  constants its body uses, then the body itself at top level, a `pytest.raises` block turned into
-  try/except;
+  whose body uses the API becomes a standalone program, its parameters bound: those
+  `pytest.mark.parametrize` gives to the first case, the others to fixtures of the file or of the
+  conftest.py files above it (each inlined as a function and called, a yield fixture up to its
+  yield; one with `params=`, or pytest's own such as `tmp_path`, drops the test); a `Test*`
+  method's `self` unused. The program: the imports it reads (not pytest's), the module-level
+  helpers and constants it uses, the fixtures, then the body itself at top level, a
+  `pytest.raises` block turned into try/except;
 - **docs** (`.rst`, `.md`, `.txt` under `doc`/`docs` and the README): each Python code block and each
   run of `>>>` lines that calls the API.
 
@@ -22,6 +24,7 @@ them. Pure functions of text: `mine` never executes anything.
 from __future__ import annotations
 
 import ast
+import copy
 import doctest
 import re
 import tarfile
@@ -152,27 +155,27 @@ def _defined(node: ast.stmt) -> set[str]:
     return set()
 
 
-def _test_bodies(tree: ast.Module) -> list[tuple[ast.FunctionDef, list[ast.stmt]]]:
-    """Test functions that need no fixture: top-level `test_*` and `Test*` methods (with an unused
-    `self`), their parameters only those `pytest.mark.parametrize` gives, bound to its first case."""
+def _test_bodies(tree: ast.Module) -> list[tuple[ast.FunctionDef, list[ast.stmt], list[str]]]:
+    """Test functions: top-level `test_*` and `Test*` methods (with an unused `self`), with their
+    parametrized arguments bound to the first case, and the names of the fixtures they ask for."""
     found = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
-            body = _bound_body(node, 0)
-            if body is not None:
-                found.append((node, body))
+            bound = _bound_body(node, 0)
+            if bound is not None:
+                found.append((node, *bound))
         elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and item.name.startswith("test"):
-                    body = _bound_body(item, 1)
-                    if body is not None and "self" not in _names(ast.Module(body=body, type_ignores=[])):
-                        found.append((item, body))
+                    bound = _bound_body(item, 1)
+                    if bound is not None and "self" not in _names(ast.Module(body=bound[0], type_ignores=[])):
+                        found.append((item, *bound))
     return found
 
 
-def _bound_body(func: ast.FunctionDef, skip: int) -> list[ast.stmt] | None:
-    """The function's body after assignments of its parametrized arguments' first case; None when
-    it needs anything else (a fixture, another decorator, *args)."""
+def _bound_body(func: ast.FunctionDef, skip: int) -> tuple[list[ast.stmt], list[str]] | None:
+    """The function's body after assignments of its parametrized arguments' first case, and its
+    other parameters (fixtures); None when it needs anything else (another decorator, *args)."""
     a = func.args
     if a.posonlyargs or a.vararg or a.kwarg or a.kwonlyargs or a.defaults:
         return None
@@ -183,12 +186,14 @@ def _bound_body(func: ast.FunctionDef, skip: int) -> list[ast.stmt] | None:
         if case is None:
             return None
         given.update(case)
-    if set(params) != set(given):
+    if not set(given) <= set(params):
         return None
     assigns = [
-        ast.Assign(targets=[ast.Name(name, ast.Store())], value=given[name], lineno=0) for name in params
+        ast.Assign(targets=[ast.Name(name, ast.Store())], value=given[name], lineno=0)
+        for name in params
+        if name in given
     ]
-    return [*assigns, *func.body]
+    return [*assigns, *func.body], [name for name in params if name not in given]
 
 
 def _first_case(decorator: ast.expr) -> dict[str, ast.expr] | None:
@@ -249,12 +254,17 @@ class _RaisesToTry(ast.NodeTransformer):
         )
 
 
-def test_programs(path: str, text: str) -> list[tuple[int, str]]:
-    """(line, standalone program) of each fixture-free test function in a test file."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return []
+@dataclass
+class _TestFile:
+    """What a test file or conftest.py offers a program: its imports (pytest's aside), module-level
+    helpers and constants, and fixtures (None for one that cannot be inlined: `params=`)."""
+
+    imports: list[ast.stmt]
+    helpers: list[ast.stmt]
+    fixtures: dict[str, ast.FunctionDef | None]
+
+
+def _test_file(tree: ast.Module) -> _TestFile:
     imports = [
         s
         for s in tree.body
@@ -265,27 +275,119 @@ def test_programs(path: str, text: str) -> list[tuple[int, str]]:
             for a in s.names
         )
     ]
-    helpers = [
-        s
-        for s in tree.body
-        if _defined(s)
-        and not (isinstance(s, (ast.FunctionDef, ast.ClassDef)) and s.name.lower().startswith("test"))
-    ]
+    fixtures: dict[str, ast.FunctionDef | None] = {}
+    helpers = []
+    for s in tree.body:
+        kind = _fixture_kind(s)
+        if kind is not None:
+            fixtures[_fixture_name(s)] = s if kind == "plain" else None
+        elif _defined(s) and not (
+            isinstance(s, (ast.FunctionDef, ast.ClassDef)) and s.name.lower().startswith(("test", "pytest_"))
+        ):
+            helpers.append(s)
+    return _TestFile(imports, helpers, fixtures)
+
+
+def _fixture_kind(node: ast.stmt) -> str | None:
+    """ "plain" for a `@pytest.fixture` function, "params" for one with `params=`, else None."""
+    if not isinstance(node, ast.FunctionDef):
+        return None
+    for decorator in node.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if ast.unparse(target) in ("pytest.fixture", "fixture"):
+            keywords = decorator.keywords if isinstance(decorator, ast.Call) else []
+            return "params" if any(k.arg == "params" for k in keywords) else "plain"
+    return None
+
+
+def _fixture_name(node: ast.FunctionDef) -> str:
+    for decorator in node.decorator_list:
+        for k in decorator.keywords if isinstance(decorator, ast.Call) else []:
+            if k.arg == "name" and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str):
+                return k.value.value
+    return node.name
+
+
+def _fixture_setup(
+    wanted: list[str], files: list[_TestFile]
+) -> list[tuple[ast.FunctionDef, str, _TestFile]] | None:
+    """The fixtures `wanted` needs, dependencies first: (definition, name, file), looked up in the
+    test file, then the conftest.py files from the nearest up; None when one is missing (pytest's
+    own, `tmp_path`, `request`) or cannot be inlined."""
+    order: list[tuple[ast.FunctionDef, str, _TestFile]] = []
+    done: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> bool:
+        if name in done:
+            return True
+        where = next((f for f in files if name in f.fixtures), None)
+        fixture = where.fixtures[name] if where else None
+        if fixture is None or name in path or len(path) > 5:
+            return False
+        args = fixture.args
+        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+            return False
+        if not all(visit(a.arg, (*path, name)) for a in args.args):
+            return False
+        order.append((fixture, name, where))
+        done.add(name)
+        return True
+
+    return order if all(visit(name, ()) for name in wanted) else None
+
+
+def _fixture_statements(fixture: ast.FunctionDef, name: str) -> list[ast.stmt]:
+    """`def _fixture_app(): <its body>` then `app = _fixture_app()` (`next(...)` for a yield
+    fixture: the code after its yield, the teardown, does not run)."""
+    function = copy.deepcopy(fixture)
+    function.name, function.decorator_list = f"_fixture_{name}", []
+    call = f"_fixture_{name}({', '.join(a.arg for a in fixture.args.args)})"
+    generator = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for s in fixture.body for n in ast.walk(s))
+    value = ast.parse(f"next({call})" if generator else call, mode="eval").body
+    return [function, ast.Assign(targets=[ast.Name(name, ast.Store())], value=value, lineno=0)]
+
+
+def test_programs(path: str, text: str, conftests: list[str] = ()) -> list[tuple[int, str]]:
+    """(line, standalone program) of each test function in a test file whose fixtures can be
+    inlined: from the file itself or `conftests` (conftest.py texts, the nearest first), with no
+    parameters of pytest's own."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    files = [_test_file(tree)]
+    for conftest in conftests:
+        try:
+            files.append(_test_file(ast.parse(conftest)))
+        except (SyntaxError, ValueError):
+            continue
     programs = []
-    for func, body in _test_bodies(tree):
+    for func, body, wanted in _test_bodies(tree):
+        setup = _fixture_setup(wanted, files)
+        if setup is None:
+            continue
+        fixtures = [s for fixture, name, _ in setup for s in _fixture_statements(fixture, name)]
         body = [_RaisesToTry().visit(statement) for statement in body]
-        module = ast.Module(body=body, type_ignores=[])
-        needed = _names(module)
+        needed = _names(ast.Module(body=[*fixtures, *body], type_ignores=[]))
         if needed & SKIPPED_IMPORTS:
             continue
+        helpers = [h for f in files for h in f.helpers]
         chosen: list[ast.stmt] = []
         for _ in range(3):  # helpers that helpers use, a few levels deep
             chosen = [h for h in helpers if _defined(h) & needed]
             needed |= {n for h in chosen for n in _names(h)}
         if any(n in SKIPPED_IMPORTS for h in chosen for n in _names(h)):
             continue
-        used = [s for s in (_used_import(i, needed) for i in imports) if s is not None]
-        statements = [*used, *sorted(chosen, key=lambda s: s.lineno), *body]
+        imports: dict[str, ast.stmt] = {}
+        for f in files:
+            for i in f.imports:
+                used = _used_import(i, needed)
+                if used is not None:
+                    imports.setdefault(ast.unparse(used), used)
+        helper_text: dict[str, ast.stmt] = {}
+        for h in chosen:  # a conftest helper of the same text as the test file's is written once
+            helper_text.setdefault(ast.unparse(h), h)
+        statements = [*imports.values(), *helper_text.values(), *fixtures, *body]
         try:
             program = ast.unparse(ast.Module(body=statements, type_ignores=[]))
         except (ValueError, RecursionError):
@@ -309,6 +411,12 @@ def _used_import(statement: ast.Import | ast.ImportFrom, needed: set[str]) -> as
     if isinstance(statement, ast.Import):
         return ast.Import(names=names)
     return ast.ImportFrom(module=statement.module, names=names, level=statement.level)
+
+
+def conftest_paths(path: str) -> list[str]:
+    """The conftest.py files pytest would load for a test file, the nearest first."""
+    parents = PurePosixPath(path).parents
+    return [str(parent / "conftest.py") if str(parent) != "." else "conftest.py" for parent in parents]
 
 
 def doc_programs(text: str) -> list[tuple[int, str]]:
@@ -342,7 +450,10 @@ def mine(files: dict[str, str], apis: list[dict]) -> dict[str, list[Mined]]:
     candidates: list[Mined] = []
     for path, text in sorted(files.items()):
         if is_test_file(path):
-            candidates += [Mined(code, "tests", f"{path}:{line}") for line, code in test_programs(path, text)]
+            near = [files[c] for c in conftest_paths(path) if c in files]
+            candidates += [
+                Mined(code, "tests", f"{path}:{line}") for line, code in test_programs(path, text, near)
+            ]
         elif is_doc_file(path):
             candidates += [Mined(code, "docs", f"{path}:{line}") for line, code in doc_programs(text)]
     found: dict[str, list[Mined]] = {}

@@ -318,7 +318,90 @@ def test_a_parametrized_test_is_mined_with_its_first_case_bound():
     assert test_programs("tests/test_x.py", source) == [
         (5, "from lib import f\nx = 1\nexpected = 2\nassert f(x) == expected\n"),
         (9, "from lib import f\nv = 5\nassert f(v)\n"),
-    ]  # test_c has another decorator, test_d a fixture
+    ]  # test_c has another decorator, test_d one of pytest's own fixtures
+
+
+CONFTEST = """import pytest
+from lib import App, make_db
+
+ROOT = "/srv"
+
+
+@pytest.fixture
+def app():
+    return App(ROOT)
+
+
+@pytest.fixture
+def client(app):
+    c = app.client()
+    yield c
+    c.close()  # teardown: never runs in the program
+
+
+@pytest.fixture(params=["a", "b"])
+def flavour(request):
+    return request.param
+
+
+@pytest.fixture(name="db")
+def _db_fixture():
+    return make_db()
+"""
+
+TESTS_WITH_FIXTURES = """import pytest
+from lib import f
+
+
+@pytest.fixture
+def df(app):
+    return app.frame([1, 2])
+
+
+def test_uses_fixtures(client, df):
+    assert f(client, df) == 3
+
+
+@pytest.mark.parametrize("n", [7, 8])
+def test_named_fixture_and_case(db, n):
+    assert f(db, n)
+
+
+def test_params_fixture(flavour):
+    f(flavour)
+
+
+def test_pytest_fixture(tmp_path):
+    f(tmp_path)
+"""
+
+
+def test_tests_with_fixtures_of_their_file_and_conftests_are_mined_with_them_inlined():
+    """pandas' case_when tests take a `df` fixture, flask's an `app`: a fixture of the test file
+    or of a conftest.py above it is written in as a function and called (a yield fixture up to its
+    yield); one with `params=` or one of pytest's own drops the test."""
+    from data_pipeline.novel_api.mining import conftest_paths, mine, test_programs
+
+    assert conftest_paths("tests/unit/test_x.py") == [
+        "tests/unit/conftest.py",
+        "tests/conftest.py",
+        "conftest.py",
+    ]
+    programs = dict(test_programs("tests/unit/test_x.py", TESTS_WITH_FIXTURES, [CONFTEST]))
+    assert sorted(programs) == [10, 15]
+    assert programs[10] == (
+        "from lib import f\nfrom lib import App\nROOT = '/srv'\n\n"
+        "def _fixture_app():\n    return App(ROOT)\napp = _fixture_app()\n\n"
+        "def _fixture_client(app):\n    c = app.client()\n    yield c\n    c.close()\n"
+        "client = next(_fixture_client(app))\n\n"
+        "def _fixture_df(app):\n    return app.frame([1, 2])\ndf = _fixture_df(app)\n"
+        "assert f(client, df) == 3\n"
+    )
+    assert "def _fixture_db():\n    return make_db()\ndb = _fixture_db()\nn = 7\n" in programs[15]
+    assert "from lib import make_db" in programs[15]
+    mined = mine({"tests/conftest.py": CONFTEST, "tests/unit/test_x.py": TESTS_WITH_FIXTURES},
+                 [{"qualname": "lib.f", "kind": "function", "module": "lib"}])  # fmt: skip
+    assert [m.origin for m in mined["lib.f"]] == ["tests/unit/test_x.py:15", "tests/unit/test_x.py:10"]
 
 
 def test_a_class_is_mined_where_it_is_named_outside_the_imports():
