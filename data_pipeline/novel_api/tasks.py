@@ -333,7 +333,7 @@ def _levels(bundle: dict, imports: str, setup: list[str], target: str, call: ast
         f"{k.arg}={mapping.get(id(k.value), ast.unparse(k.value))}" if k.arg else f"**{ast.unparse(k.value)}"
         for k in call.keywords
     ]
-    head = target.split("(", 1)[0]
+    head = ast.unparse(ast.parse(target, mode="eval").body.func)  # `Styler(df).map`, not `Styler`
     generic = f"{head}({', '.join(args + keywords)})"
     values = ", ".join(ast.unparse(a) for a in literals)
     signature = f"def solve({', '.join(params)}):\n"

@@ -440,3 +440,13 @@ def test_each_of_the_first_three_examples_becomes_tasks():
     assert ids == ["lib.api/L1", "lib.api/L2", "lib.api/L3", "lib.api/e2/L1", "lib.api/e2/L2", "lib.api/e2/L3",
                    "lib.api/e3/L1", "lib.api/e3/L2", "lib.api/e3/L3"]  # fmt: skip
     assert [d.call for d in drafts(bundle) if d.level == 2] == ["solve(1)", "solve(2)", "solve(3)"]
+
+
+def test_a_method_called_on_a_call_keeps_its_receiver_at_every_level():
+    """pandas' `Styler(df, uuid_len=0).map(color, subset=['A'])`: L2 passes the literals as
+    parameters to `map`, not to the constructor the chain starts with."""
+    code = "import lib\nstyled = lib.Styler([1], uuid_len=0).map(str, subset='A')\n"
+    bundle = {"qualname": "lib.Styler.map", "module": "lib.style", "library": "lib", "paths": ["lib.Styler.map"],
+              "M": {"prose": "Apply it."}, "E": [{"code": code, "output": "", "source": "tests"}]}  # fmt: skip
+    l2 = next(d for d in drafts(bundle) if d.level == 2)
+    assert "result = lib.Styler([1], uuid_len=0).map(str, subset=arg0)" in l2.reference
