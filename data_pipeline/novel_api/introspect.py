@@ -74,7 +74,10 @@ def is_public_path(name: str) -> bool:
 
 
 def namespace(module) -> tuple[dict[str, object], set[str]]:
-    """The module's names and which of them are public: exactly `__all__` when it defines one."""
+    """The module's names and which of them are public: exactly `__all__` when it defines one;
+    else those without a leading underscore, in a plain module (not a package's `__init__`) only
+    those it defines: what it imports are its working names, not exports (the typing spec's
+    re-export convention; `pandas.io.sql` imports `DataFrame`, `flask.app` imports `App`)."""
     names = dict(vars(module))
     exported = getattr(module, "__all__", None)
     if isinstance(exported, (list, tuple, set, frozenset)):
@@ -85,7 +88,13 @@ def namespace(module) -> tuple[dict[str, object], set[str]]:
             except Exception:
                 continue
     else:
-        public = {n for n in names if not n.startswith("_")}
+        package = hasattr(module, "__path__")
+        public = {
+            n
+            for n, obj in names.items()
+            if not n.startswith("_")
+            and (package or getattr(obj, "__module__", module.__name__) == module.__name__)
+        }
     return names, public
 
 
