@@ -8,6 +8,8 @@ Generators (pluggable, `generator=deterministic|llm`):
   example's setup; the `# TODO` line is the call with its literal arguments. L2: the literal
   arguments become `solve`'s parameters and the module import moves into the masked span.
   L3: the example's setup statements move into the span too (the whole body when there are none).
+  An example that never calls the API at top level (a class used as a type, a decorator) gives
+  one L1 task whose span is the statement that names it (`_statement_task`).
 - **llm**: a served model (OpenAI-compatible, `core/openai_client.py`) writes the reference with
   the prompt template in `configs/novel_api/task_prompt.yaml`; the same harness, spy and C1 apply.
 
