@@ -19,7 +19,8 @@ checkpointing on and off. Attention variants:
 
 Each configuration runs `--warmup` steps, then `--repeats` timed windows of `--steps` steps
 on fresh rows; the table shows the median non-pad tokens/s with the spread (min-max) and
-MFU = 6·N·tokens/s / peak (N = all parameters; and with the attention term the trainer logs).
+MFU as the trainer logs it (`train/mfu.py`): 6·N·tokens/s / peak with N the parameters that
+multiply (the input embedding left out), and with the causal attention term 6·L·d·ΣT²/ΣT.
 
     python scripts/bench_train.py                 # CPU: a small Llama, a minute or two
     python scripts/bench_train.py --device cuda   # 1.3B, bf16, 8192-token rows (H100: ~2.5 min)
@@ -48,9 +49,9 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, flash_attention_mask
 from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
 
+from train.mfu import attention_length, detect_peak_tflops, flops_per_token
 from train.modeling import DEEPSEEK_CODER_1_3B
 from train.packing import pack, packing_efficiency
-from train.trainer import detect_peak_tflops, flops_per_token
 
 SMALL = dict(
     vocab_size=8192, hidden_size=256, intermediate_size=640, num_hidden_layers=4, num_attention_heads=4
@@ -344,8 +345,8 @@ def main() -> None:
                     else ([], {})
                 )
                 median = statistics.median(rates)
-                fpt_attn = flops_per_token(
-                    n_params, config.num_hidden_layers, config.hidden_size, doc_lengths.mean()
+                mfu, mfu_attn = flops_per_token(model, attention_length(doc_lengths.tolist())).mfu(
+                    median, peak
                 )
                 row = {
                     "mode": mode,
@@ -354,8 +355,8 @@ def main() -> None:
                     "tokens_per_s": median,
                     "tokens_per_s_all": rates,
                     "step_s": statistics.median(step_s),
-                    "mfu": median * 6 * n_params / (peak * 1e12) if peak else None,
-                    "mfu_attn": median * fpt_attn / (peak * 1e12) if peak else None,
+                    "mfu": mfu,
+                    "mfu_attn": mfu_attn,
                     "peak_mem_gib": torch.cuda.max_memory_allocated() / 2**30 if on_cuda else None,
                     "non_pad_fraction": fraction[mode],
                     "loss_last": losses[-1],

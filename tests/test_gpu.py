@@ -19,8 +19,8 @@ from test_packing import _model, encoded  # noqa: F401  (encoded is a fixture)
 from transformers import LlamaConfig, LlamaForCausalLM
 from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
 
+from train.mfu import attention_length, detect_peak_tflops, flops_per_token
 from train.packing import pack
-from train.trainer import detect_peak_tflops, flops_per_token
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
 
@@ -161,13 +161,11 @@ def test_flash_attention_bf16_step_on_a_1b_model():
     torch.cuda.synchronize()
     tokens_per_s = tokens / (time.perf_counter() - start)
     assert torch.isfinite(loss)
-    peak = detect_peak_tflops()
-    mfu = (
-        tokens_per_s * flops_per_token(n_params, 16, 2048, float(lengths.mean())) / (peak * 1e12)
-        if peak
-        else None
+    mfu, mfu_attention = flops_per_token(model, attention_length(lengths.tolist())).mfu(
+        tokens_per_s, detect_peak_tflops()
     )
-    print(f"\nFA2 bf16 1B: {tokens_per_s:.0f} tokens/s, MFU {mfu}, device {torch.cuda.get_device_name()}")
+    print(f"\nFA2 bf16 1B: {tokens_per_s:.0f} tokens/s, MFU {mfu} ({mfu_attention} with attention), "
+          f"device {torch.cuda.get_device_name()}")  # fmt: skip
 
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="needs vllm")

@@ -34,6 +34,7 @@ from core.layout import (
 )
 from train.config import DType, SFTAppConfig, deepspeed_config_path
 from train.edit_data import load_edit_splits
+from train.mfu import detect_peak_tflops, flops_per_token
 from train.model_card import write_model_card
 from train.modeling import (
     check_dtype,
@@ -43,7 +44,7 @@ from train.modeling import (
     resolve_attn_implementation,
 )
 from train.tokenization import encode_dataset
-from train.trainer import EditSFTTrainer, detect_peak_tflops, flops_per_token
+from train.trainer import EditSFTTrainer
 
 log = logging.getLogger(__name__)
 
@@ -106,8 +107,8 @@ class SFTRun:
             self._init_wandb()
         set_seed(self.app.run.seed)  # a tiny model's random init (and any resized embeddings) must repeat
         model = load_model(self.app.recipe, self.tokenizer, self.attn_implementation)
-        n_params, _ = count_parameters(model)
-        mean_len = train_report.tokens / max(train_report.kept, 1)
+        # attention counts per edit example (a packed row's documents attend only within themselves)
+        attention_len = train_report.squared_tokens / max(train_report.tokens, 1)
         self.trainer = EditSFTTrainer(
             model=model,
             args=self.args,
@@ -116,9 +117,7 @@ class SFTRun:
             processing_class=self.tokenizer,
             peft_config=self._peft_config(),
             callbacks=self.callbacks,
-            flops_per_token=flops_per_token(
-                n_params, model.config.num_hidden_layers, model.config.hidden_size, mean_len
-            ),
+            flops=flops_per_token(model, attention_len),
             peak_tflops=self.app.run.peak_tflops or detect_peak_tflops(),
         )
         total, trainable = count_parameters(self.trainer.model)

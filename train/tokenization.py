@@ -34,6 +34,7 @@ class EncodeReport:
     dropped: dict[str, int]
     tokens: int
     target_tokens: int
+    squared_tokens: int = 0  # the sum of each kept row's length squared: attention's cost (train/mfu.py)
 
     def as_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -107,5 +108,6 @@ def encode_dataset(
         dropped=dict(reasons),
         tokens=sum(lengths),
         target_tokens=targets,
+        squared_tokens=sum(n * n for n in lengths),
     )
     return kept, report

@@ -1,4 +1,5 @@
-"""The SFT trainer: trl's `SFTTrainer` plus a non-finite-loss stop and throughput/MFU logging.
+"""The SFT trainer: trl's `SFTTrainer` plus a non-finite-loss stop and throughput/MFU logging
+(`mfu`: 6N, `mfu_with_attention`: 6N + the causal attention term; `train/mfu.py`).
 
 Both additions use documented override points (`training_step`, `log`), not patches; so does
 `create_model_card`, which writes nothing: the run writes its own card into `final/`.
@@ -13,32 +14,19 @@ import torch
 import torch.distributed as dist
 from trl import SFTTrainer
 
-# Dense bf16 peak TFLOP/s per device, for the MFU estimate.
-PEAK_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10G": 125.0, "L4": 121.0}
+from train.mfu import FlopsPerToken
 
 
 class NonFiniteLossError(RuntimeError):
     """The loss became NaN/inf; training stopped before saving anything past the last good checkpoint."""
 
 
-def detect_peak_tflops() -> float | None:
-    if not torch.cuda.is_available():
-        return None
-    name = torch.cuda.get_device_name()
-    return next((tflops for key, tflops in PEAK_TFLOPS.items() if key in name), None)
-
-
-def flops_per_token(n_params: int, n_layers: int, hidden: int, mean_doc_len: float) -> float:
-    """Training FLOPs per token: 6N for the weights plus causal attention 6·L·d·T (PaLM appendix B)."""
-    return 6.0 * n_params + 6.0 * n_layers * hidden * mean_doc_len
-
-
 class EditSFTTrainer(SFTTrainer):
-    """`SFTTrainer` that stops on a non-finite loss and logs tokens/s per device and MFU."""
+    """`SFTTrainer` that stops on a non-finite loss and logs tokens/s per device and both MFUs."""
 
-    def __init__(self, *args, flops_per_token: float = 0.0, peak_tflops: float | None = None, **kwargs):
+    def __init__(self, *args, flops: FlopsPerToken | None = None, peak_tflops: float | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        self._flops_per_token = flops_per_token
+        self._flops = flops
         self._peak_tflops = peak_tflops
         self._last_tokens: float | None = None
         self._last_time = 0.0
@@ -74,7 +62,9 @@ class EditSFTTrainer(SFTTrainer):
         if self._last_tokens is not None and now > self._last_time:
             per_device = (tokens - self._last_tokens) / (now - self._last_time) / self.args.world_size
             logs["tokens_per_second_per_device"] = round(per_device, 2)
-            if self._peak_tflops and self._flops_per_token:
-                mfu = per_device * self._flops_per_token / (self._peak_tflops * 1e12)
-                logs["mfu"] = round(mfu, 4) if math.isfinite(mfu) else float("nan")
+            if self._flops is not None:
+                dense, attention = self._flops.mfu(per_device, self._peak_tflops)
+                for key, mfu in (("mfu", dense), ("mfu_with_attention", attention)):
+                    if mfu is not None:
+                        logs[key] = round(mfu, 4) if math.isfinite(mfu) else float("nan")
         self._last_tokens, self._last_time = tokens, now

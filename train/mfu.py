@@ -1,0 +1,104 @@
+"""Model FLOPs utilisation, counted from what a training step computes.
+
+Per trained token, forward and backward (x3 the forward's 2 FLOPs per multiply-add):
+
+- **6N**: N = the parameters that multiply activations. The input embedding is a lookup, not a
+  matrix product, so it is left out; the LM head is a product over every position of the row
+  (the trainer computes logits everywhere), so it is in. Tied embeddings count once, as the head.
+- **attention**: a causal document of T tokens costs 2·T²·d multiply-adds per layer for QKᵀ and
+  A·V together (half of the T² square), i.e. 6·L·d·T² FLOPs with the backward; per token of a
+  batch of documents that is 6·L·d·ΣT²/ΣT (packed rows attend within each document, so it is the
+  documents' lengths that count, not the row's).
+
+MFU = tokens/s per device x FLOPs per token / the device's dense bf16 peak, looked up from the
+exact device name (an H100 PCIe or NVL is not an SXM card).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+# Dense (no sparsity) bf16 peak TFLOP/s, from the vendors' datasheets. First match wins, so the
+# specific names come before the family's SXM figure.
+PEAK_TFLOPS: tuple[tuple[str, float], ...] = (
+    ("H200 NVL", 835.0),
+    ("H200", 989.0),
+    ("H100 NVL", 835.0),
+    ("H100 PCIE", 756.0),
+    ("H100", 989.0),  # SXM: "NVIDIA H100 80GB HBM3"
+    ("A100", 312.0),  # SXM4 and PCIe alike
+    ("L40S", 362.0),
+    ("A10G", 125.0),
+    ("L4", 121.0),
+)
+
+
+def peak_tflops(device_name: str) -> float | None:
+    """The dense bf16 peak of the device named `device_name` (torch.cuda.get_device_name), or None."""
+    name = device_name.upper()
+    return next((tflops for key, tflops in PEAK_TFLOPS if key in name), None)
+
+
+def detect_peak_tflops() -> float | None:
+    return peak_tflops(torch.cuda.get_device_name()) if torch.cuda.is_available() else None
+
+
+def matmul_parameters(model: nn.Module) -> int:
+    """The parameters that multiply activations: all of them but an input embedding that is not
+    also the output head (ZeRO-3 partitioned parameters counted whole)."""
+
+    def size(p: torch.Tensor) -> int:
+        return getattr(p, "ds_numel", None) or p.numel()
+
+    total = sum(size(p) for p in model.parameters())
+    embedding = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if embedding is None or (head is not None and head.weight is embedding.weight):
+        return total
+    return total - size(embedding.weight)
+
+
+def attention_length(lengths: Iterable[int]) -> float:
+    """ΣT²/ΣT over the documents: the length each token attends over, on average, weighted as the
+    attention cost is."""
+    total = squares = 0
+    for length in lengths:
+        total += length
+        squares += length * length
+    return squares / total if total else 0.0
+
+
+@dataclass(frozen=True)
+class FlopsPerToken:
+    """Training FLOPs per token under both conventions (see the module docstring)."""
+
+    matmul_params: int
+    layers: int
+    hidden: int
+    attention_length: float
+
+    @property
+    def dense(self) -> float:
+        return 6.0 * self.matmul_params
+
+    @property
+    def with_attention(self) -> float:
+        return self.dense + 6.0 * self.layers * self.hidden * self.attention_length
+
+    def mfu(self, tokens_per_second: float, peak: float | None) -> tuple[float | None, float | None]:
+        """(MFU 6N, MFU 6N + attention) at `tokens_per_second` per device; None without a peak."""
+        if not peak:
+            return None, None
+        scale = tokens_per_second / (peak * 1e12)
+        return self.dense * scale, self.with_attention * scale
+
+
+def flops_per_token(model: nn.Module, attention_len: float) -> FlopsPerToken:
+    config = model.config
+    return FlopsPerToken(
+        matmul_parameters(model), config.num_hidden_layers, config.hidden_size, attention_len
+    )
