@@ -393,7 +393,7 @@ def _drafts(
             mine.append(len(units))
             units.append(Unit("snippet", module, row["qualname"], example.code))
         mechanism = {"prose": prose(doc, found.text), "code": code}
-        drafts.append(_Draft(row, spec, mechanism, found, mine, list(extra)))
+        drafts.append(_Draft(row, spec, mechanism, found, mine, extra))
     return drafts, units
 
 

@@ -60,6 +60,56 @@ def find_examples(doc: str | None) -> DocExamples:
     return DocExamples(cleaned if examples else None, _chunks(examples), snippets, _tidy(text))
 
 
+# ------------------------------------------------------------------------ names an example uses
+def defined_names(statement: ast.stmt) -> set[str]:
+    """The names a statement itself defines: a function's or class's name, assignment targets."""
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {statement.name}
+    if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return set()
+
+
+def bound_names(statements: list[ast.stmt]) -> set[str]:
+    """Names the statements bind: every assignment inside them, imports, definitions."""
+    bound = {
+        t.id
+        for s in statements
+        for t in ast.walk(s)
+        if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+    }
+    bound |= {
+        a.asname or a.name.split(".")[0]
+        for s in statements
+        if isinstance(s, (ast.Import, ast.ImportFrom))
+        for a in s.names
+    }
+    return bound | {
+        s.name for s in statements if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    }
+
+
+def free_names(nodes: list[ast.AST], bound: set[str]) -> list[str]:
+    """Names the nodes read that neither `bound`, their own lambdas' parameters and comprehensions'
+    targets, nor the builtins give, in the order they first appear."""
+    import builtins
+
+    bound = bound | {
+        sub.arg if isinstance(sub, ast.arg) else sub.id
+        for node in nodes
+        for sub in ast.walk(node)
+        if isinstance(sub, ast.arg) or (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store))
+    }
+    names = []
+    for node in nodes:
+        for sub in ast.walk(node):
+            free = isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in bound
+            if free and not hasattr(builtins, sub.id) and sub.id not in names:
+                names.append(sub.id)
+    return names
+
+
 def needed_imports(code: str, namespace: dict[str, str]) -> str:
     """The import lines of `namespace` (name -> import) for the names `code` reads but never binds."""
     if not namespace:
@@ -68,15 +118,7 @@ def needed_imports(code: str, namespace: dict[str, str]) -> str:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return ""
-    names = [n for n in ast.walk(tree) if isinstance(n, ast.Name)]
-    bound = {n.id for n in names if not isinstance(n.ctx, ast.Load)}
-    bound |= {
-        a.asname or a.name.split(".")[0]
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.Import, ast.ImportFrom))
-        for a in node.names
-    }
-    used = {n.id for n in names if isinstance(n.ctx, ast.Load)} - bound
+    used = set(free_names(tree.body, bound_names(tree.body)))
     return "".join(namespace[name] + "\n" for name in sorted(namespace) if name in used)
 
 

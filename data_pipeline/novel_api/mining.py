@@ -35,7 +35,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from data_pipeline.novel_api.docsnippets import code_blocks
+from data_pipeline.novel_api.docsnippets import code_blocks, defined_names
 from data_pipeline.novel_api.envs import file_version, index_files, same_version
 
 MAX_FILE_BYTES = 400_000  # a generated or vendored file this large is not documentation
@@ -144,15 +144,6 @@ def call_pattern(qualname: str, kind: str) -> re.Pattern[str]:
 
 def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-
-
-def _defined(node: ast.stmt) -> set[str]:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return {node.name}
-    if isinstance(node, (ast.Assign, ast.AnnAssign)):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    return set()
 
 
 def _test_bodies(tree: ast.Module) -> list[tuple[ast.FunctionDef, list[ast.stmt], list[str]]]:
@@ -281,7 +272,7 @@ def _test_file(tree: ast.Module) -> _TestFile:
         kind = _fixture_kind(s)
         if kind is not None:
             fixtures[_fixture_name(s)] = s if kind == "plain" else None
-        elif _defined(s) and not (
+        elif defined_names(s) and not (
             isinstance(s, (ast.FunctionDef, ast.ClassDef)) and s.name.lower().startswith(("test", "pytest_"))
         ):
             helpers.append(s)
@@ -308,13 +299,11 @@ def _fixture_name(node: ast.FunctionDef) -> str:
     return node.name
 
 
-def _fixture_setup(
-    wanted: list[str], files: list[_TestFile]
-) -> list[tuple[ast.FunctionDef, str, _TestFile]] | None:
-    """The fixtures `wanted` needs, dependencies first: (definition, name, file), looked up in the
-    test file, then the conftest.py files from the nearest up; None when one is missing (pytest's
-    own, `tmp_path`, `request`) or cannot be inlined."""
-    order: list[tuple[ast.FunctionDef, str, _TestFile]] = []
+def _fixture_setup(wanted: list[str], files: list[_TestFile]) -> list[tuple[ast.FunctionDef, str]] | None:
+    """The fixtures `wanted` needs, dependencies first: (definition, name), looked up in the test
+    file, then the conftest.py files from the nearest up; None when one is missing (pytest's own,
+    `tmp_path`, `request`) or cannot be inlined."""
+    order: list[tuple[ast.FunctionDef, str]] = []
     done: set[str] = set()
 
     def visit(name: str, path: tuple[str, ...]) -> bool:
@@ -329,7 +318,7 @@ def _fixture_setup(
             return False
         if not all(visit(a.arg, (*path, name)) for a in args.args):
             return False
-        order.append((fixture, name, where))
+        order.append((fixture, name))
         done.add(name)
         return True
 
@@ -366,7 +355,7 @@ def test_programs(path: str, text: str, conftests: list[str] = ()) -> list[tuple
         setup = _fixture_setup(wanted, files)
         if setup is None:
             continue
-        fixtures = [s for fixture, name, _ in setup for s in _fixture_statements(fixture, name)]
+        fixtures = [s for fixture, name in setup for s in _fixture_statements(fixture, name)]
         body = [_RaisesToTry().visit(statement) for statement in body]
         needed = _names(ast.Module(body=[*fixtures, *body], type_ignores=[]))
         if needed & SKIPPED_IMPORTS:
@@ -374,7 +363,7 @@ def test_programs(path: str, text: str, conftests: list[str] = ()) -> list[tuple
         helpers = [h for f in files for h in f.helpers]
         chosen: list[ast.stmt] = []
         for _ in range(3):  # helpers that helpers use, a few levels deep
-            chosen = [h for h in helpers if _defined(h) & needed]
+            chosen = [h for h in helpers if defined_names(h) & needed]
             needed |= {n for h in chosen for n in _names(h)}
         if any(n in SKIPPED_IMPORTS for h in chosen for n in _names(h)):
             continue
@@ -456,6 +445,8 @@ def mine(files: dict[str, str], apis: list[dict]) -> dict[str, list[Mined]]:
             ]
         elif is_doc_file(path):
             candidates += [Mined(code, "docs", f"{path}:{line}") for line, code in doc_programs(text)]
+    # each candidate's code without its imports, read once for every API's patterns
+    bodies = [(m, _without_imports(m.code)) for m in candidates]
     found: dict[str, list[Mined]] = {}
     for api in apis:
         pattern = call_pattern(api["qualname"], api.get("kind", "function"))
@@ -471,10 +462,10 @@ def mine(files: dict[str, str], apis: list[dict]) -> dict[str, list[Mined]]:
             matching = sorted(
                 {
                     m
-                    for m in candidates
+                    for m, body in bodies
                     if m.source == source
-                    and pattern.search(_without_imports(m.code))
-                    and (not owner or re.search(rf"\b{re.escape(owner)}\b", _without_imports(m.code)))
+                    and pattern.search(body)
+                    and (not owner or re.search(rf"\b{re.escape(owner)}\b", body))
                     and (root in m.code or (source == "docs" and specific))
                 },
                 key=lambda m: (len(m.code), m.origin),

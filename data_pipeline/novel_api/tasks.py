@@ -33,6 +33,7 @@ from typing import Any
 from core.benchmarks.novelapi import CANDIDATE_FILE, program, read_spy
 from core.sandbox import Sandbox
 from core.sandbox.declared import unverified_flags
+from data_pipeline.novel_api.docsnippets import bound_names, defined_names, free_names
 
 TODO = "# TODO: complete this step"
 LEVELS = (1, 2, 3)
@@ -111,26 +112,6 @@ def _target_call(tree: ast.Module, short: str) -> tuple[int, ast.Call] | None:
     return None
 
 
-def _free_names(nodes: list[ast.AST], bound: set[str]) -> list[str]:
-    """Names the nodes read that neither `bound`, their own lambdas' parameters and comprehensions'
-    targets, nor the builtins give."""
-    import builtins
-
-    bound = bound | {
-        sub.arg if isinstance(sub, ast.arg) else sub.id
-        for node in nodes
-        for sub in ast.walk(node)
-        if isinstance(sub, ast.arg) or (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store))
-    }
-    names = []
-    for node in nodes:
-        for sub in ast.walk(node):
-            free = isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in bound
-            if free and not hasattr(builtins, sub.id) and sub.id not in names:
-                names.append(sub.id)
-    return names
-
-
 EXAMPLES_PER_API = 3  # examples that become tasks, each up to three (L1-L3)
 
 
@@ -154,7 +135,7 @@ def drafts(bundle: dict[str, Any], per_api: int = EXAMPLES_PER_API) -> list[Draf
         if found is not None:
             index, call = found
             setup = tree.body[:index]
-            levels = _levels(bundle, _imports(module, [*setup, call], _bound(setup), short),
+            levels = _levels(bundle, _imports(module, [*setup, call], bound_names(setup), short),
                              [ast.unparse(s) for s in setup], _qualified(call, module, short), call)  # fmt: skip
         else:  # no call at top level: the statement that names it (`a: Dsn`, `@with_config(...)`)
             levels = _statement_task(bundle, tree, module, short)
@@ -170,52 +151,18 @@ def drafts(bundle: dict[str, Any], per_api: int = EXAMPLES_PER_API) -> list[Draf
     return out
 
 
-def _bound(statements: list[ast.stmt]) -> set[str]:
-    """Names the statements bind: assignments, imports, definitions."""
-    bound = {
-        t.id
-        for s in statements
-        for t in ast.walk(s)
-        if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
-    }
-    bound |= {
-        a.asname or a.name.split(".")[0]
-        for s in statements
-        if isinstance(s, (ast.Import, ast.ImportFrom))
-        for a in s.names
-    }
-    return bound | {
-        s.name for s in statements if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-    }
-
-
 def _imports(module: str, nodes: list[ast.AST], bound: set[str], short: str) -> str:
     """The API's module, and the names the nodes read from it (the example's own excepted)."""
-    free = [n for n in _free_names(nodes, bound) if n != short]
+    free = [n for n in free_names(nodes, bound) if n != short]
     return f"import {module}\n" + (f"from {module} import {', '.join(free)}\n" if free else "")
 
 
-def _names(node: ast.AST, short: str) -> bool:
-    """Whether the node names `short` (a name or an attribute), imports aside."""
+def _mentions(node: ast.AST, short: str) -> bool:
+    """Whether the node names `short`, as a name or an attribute (an import's alias is neither)."""
     return any(
         (isinstance(n, ast.Name) and n.id == short) or (isinstance(n, ast.Attribute) and n.attr == short)
         for n in ast.walk(node)
-        if not isinstance(n, (ast.Import, ast.ImportFrom))
     )
-
-
-def _defines(stmt: ast.stmt) -> list[str]:
-    """The names a statement itself binds (a class's name, not its fields)."""
-    if isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-        return [stmt.name]
-    targets = (
-        stmt.targets
-        if isinstance(stmt, ast.Assign)
-        else [stmt.target]
-        if isinstance(stmt, ast.AnnAssign)
-        else []
-    )
-    return [t.id for t in targets if isinstance(t, ast.Name)]
 
 
 def _checked_value(stmt: ast.stmt) -> ast.expr | None:
@@ -262,7 +209,7 @@ def _statement_task(bundle: dict[str, Any], tree: ast.Module, module: str, short
         (
             i
             for i, s in enumerate(body)
-            if not isinstance(s, (ast.Import, ast.ImportFrom)) and _names(s, short)
+            if not isinstance(s, (ast.Import, ast.ImportFrom)) and _mentions(s, short)
         ),
         None,
     )
@@ -274,17 +221,19 @@ def _statement_task(bundle: dict[str, Any], tree: ast.Module, module: str, short
     value = _checked_value(body[end])
     setup = [s for s in (_without_alias(s, short) for s in body[:at]) if s is not None]
     after = body[at + 1 : end]
-    if any(_names(n, short) for n in [*setup, *after, value]):
+    if any(_mentions(n, short) for n in [*setup, *after, value]):
         return []
     target = _Qualify(module, short).visit(copy.deepcopy(body[at]))
-    imports = _imports(module, [*setup, body[at], *after, value], _bound([*setup, body[at], *after]), short)
+    imports = _imports(
+        module, [*setup, body[at], *after, value], bound_names([*setup, body[at], *after]), short
+    )
 
     def block(statements: list[ast.stmt]) -> str:
         return "".join(f"    {line}\n" for s in statements for line in ast.unparse(s).splitlines())
 
     head = f"{imports}\n\ndef solve():\n{block(setup)}"
     tail = f"{block(after)}    result = {ast.unparse(value)}\n    return result\n"
-    defined = _defines(body[at])
+    defined = sorted(defined_names(body[at]))
     description = describe(bundle, "")
     if defined:
         description += f" The missing step defines `{'`, `'.join(defined)}`."
