@@ -37,23 +37,22 @@ class GraceAdaptor(nn.Module):
         self.owners: list[str] = []  # the API update each entry was made for
         self.active: torch.Tensor | None = None  # each row's entry from the last prompt forward, -1 for none
         self.queries: torch.Tensor | None = None  # each row's query in the last prompt forward
+        self.query_outputs: torch.Tensor | None = None  # the module's output there: a new entry's start
         self.query_positions: torch.Tensor | None = None  # set while editing: each row's last prompt token
 
-    @property
-    def inner_dtype(self) -> torch.dtype:
-        return next(self.inner.parameters()).dtype
-
-    def add(self, key: torch.Tensor, radius: float, owner: str) -> int:
-        """A new entry whose value starts as the module's own output for `key`; returns its index."""
+    def add(self, key: torch.Tensor, value: torch.Tensor, radius: float, owner: str) -> int:
+        """A new entry (`value`: its start, the module's own output at the key's token); returns its index."""
         key = key.detach().float()[None]
-        with torch.no_grad():
-            value = self.inner(key.to(self.inner_dtype))[0].float()
-        self.values.append(nn.Parameter(value, requires_grad=False))
+        self.values.append(nn.Parameter(value.detach().float().clone(), requires_grad=False))
         radius_t = torch.tensor([radius], device=key.device)
         self.keys = key if self.keys is None else torch.cat([self.keys, key])
         self.radii = radius_t if self.radii is None else torch.cat([self.radii, radius_t])
         self.owners.append(owner)
         return len(self.owners) - 1
+
+    def query(self, hidden: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
+        """Each row's codebook query: the module's input at its query token (A-GRACE overrides it)."""
+        return hidden[torch.arange(len(start), device=hidden.device), start]
 
     def distances(self, queries: torch.Tensor) -> torch.Tensor:
         """Euclidean distances (rows, entries), in float32 (direct differences, not cdist's matmul form)."""
@@ -81,7 +80,8 @@ class GraceAdaptor(nn.Module):
             start = self.query_positions
             if start is None:
                 start = torch.full((rows,), length - 1, dtype=torch.long, device=hidden.device)
-            self.queries = hidden[torch.arange(rows, device=hidden.device), start].detach()
+            self.queries = self.query(hidden, start).detach()
+            self.query_outputs = out[torch.arange(rows, device=hidden.device), start].detach()
             self.active = None
             if self.owners:
                 nearest_distance, nearest = self.distances(self.queries).min(dim=1)
@@ -125,7 +125,7 @@ class GRACEEditor:
 
     def edit(self, update: APIUpdate) -> dict[str, float]:
         if self.adaptor is None:
-            self.adaptor = GraceAdaptor(self.original)
+            self.adaptor = self._new_adaptor()
             self.model.set_submodule(self.target, self.adaptor)
         adaptor = self.adaptor
         batch = encode_update(self.tokenizer, update, model_device(self.model))
@@ -134,8 +134,8 @@ class GRACEEditor:
             with torch.no_grad():
                 target_nll(self.model, batch)  # records every example's query
             used = set()
-            for key in adaptor.queries:
-                entry, split = self._place(adaptor, key, update.api_id)
+            for key, value in zip(adaptor.queries, adaptor.query_outputs, strict=True):
+                entry, split = self._place(adaptor, key, value, update.api_id)
                 used.add(entry)
                 splits += split
             values = [adaptor.values[i] for i in sorted(used)]
@@ -155,7 +155,13 @@ class GRACEEditor:
             "splits": splits,
         }
 
-    def _place(self, adaptor: GraceAdaptor, key: torch.Tensor, owner: str) -> tuple[int, bool]:
+    def _new_adaptor(self) -> GraceAdaptor:
+        """The codebook wrapper put around the module at the first edit (a seam for A-GRACE's keys)."""
+        return GraceAdaptor(self.original)
+
+    def _place(
+        self, adaptor: GraceAdaptor, key: torch.Tensor, value: torch.Tensor, owner: str
+    ) -> tuple[int, bool]:
         """GRACE's codebook update for one key: (the entry it trains, whether radii were split).
 
         A key farther than epsilon + r from its nearest entry opens a new entry of radius
@@ -170,10 +176,10 @@ class GRACEEditor:
                 if adaptor.owners[nearest] == owner:
                     adaptor.radii[nearest] = max(adaptor.radii[nearest].item(), distance)
                     return nearest, False
-                entry = adaptor.add(key, distance / 2, owner)
+                entry = adaptor.add(key, value, distance / 2, owner)
                 adaptor.radii[nearest] = distance / 2
                 return entry, True
-        return adaptor.add(key, self.epsilon, owner), False
+        return adaptor.add(key, value, self.epsilon, owner), False
 
     def notice(self) -> str:
         return ""
