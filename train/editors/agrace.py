@@ -140,8 +140,8 @@ def prompt_means(
                 f"A-GRACE reads the model's 2-D attention mask (rows, tokens); got {tuple(attention_mask.shape)}"
             )
         take = take & attention_mask[:, -length:].to(hidden.device).bool()
-    weights = take[..., None].float()
-    return (hidden.float() * weights).sum(dim=1) / weights.sum(dim=1)
+    weights = take.float()
+    return torch.bmm(weights[:, None], hidden.float())[:, 0] / weights.sum(dim=1, keepdim=True)
 
 
 class MeanKeyAdaptor(GraceAdaptor):
