@@ -16,7 +16,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 from core.errors import ConfigError
 
@@ -35,12 +36,24 @@ class EditExample:
 
 @dataclass(frozen=True)
 class APIUpdate:
-    """One modified API: its id (`math.sqrt/R1`), the update notice, and the edit examples."""
+    """One modified API: its id (`math.sqrt/R1`), the update notice, and the edit examples.
+
+    `names` are the modified API as code writes it, most specific first (`math.square_root`,
+    `square_root`): the "subject" that locate-then-edit editors (ROME, MEMIT, ...) look for in an
+    edit prompt. Empty, `subject_names()` falls back to the id's API and its last dotted part.
+    """
 
     api_id: str
     notice: str
     examples: tuple[EditExample, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
+    names: tuple[str, ...] = ()
+
+    def subject_names(self) -> tuple[str, ...]:
+        """The names to look for, longest first within the given order, without repeats."""
+        api = self.api_id.split("/", 1)[0]
+        found = self.names or (api, api.rsplit(".", 1)[-1])
+        return tuple(dict.fromkeys(n for n in found if n))
 
 
 class Editor(Protocol):
@@ -59,6 +72,23 @@ class Editor(Protocol):
     def reset(self) -> None:
         """Undo every edit: the model is again exactly the one the editor was built with."""
         ...
+
+
+@runtime_checkable
+class LearnedEditor(Editor, Protocol):
+    """An editor that first learns how to edit (MALMEN's hyper-network, A-GRACE's key encoder).
+
+    `fit` trains on a benchmark's edit split (one `APIUpdate` per modified API, its examples
+    the reliability rows) and writes what it learned to the folder `out`; `load` reads such a
+    folder back, so evaluation trains once and every later run loads. `fitted` says whether
+    either has happened (an editor built with a `checkpoint` option loads it at once).
+    """
+
+    fitted: bool
+
+    def fit(self, updates: Sequence[APIUpdate], out: Path) -> dict[str, float]: ...
+
+    def load(self, path: Path) -> None: ...
 
 
 def load_editor(target: str, model: Any, tokenizer: Any, options: dict[str, Any] | None = None) -> Editor:

@@ -220,7 +220,7 @@ class EditStudy:
             )
             for p in rows
         )
-        return APIUpdate(mod_id, mod.notice, examples)
+        return APIUpdate(mod_id, mod.notice, examples, names=(mod.display, mod.new_name))
 
     def _metrics(self, records: list[dict]) -> dict[str, Any]:
         by_split: dict[str, list[dict]] = defaultdict(list)
