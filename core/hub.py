@@ -54,6 +54,24 @@ def _truthy(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def offline_switch() -> str | None:
+    """The environment variable that switches the hub off (HF_HUB_OFFLINE=1, ...), if one does."""
+    return next((name for name in OFFLINE_ENVS if _truthy(name)), None)
+
+
+def unreachable_endpoint(timeout_s: float = 2.0) -> str | None:
+    """The hub's address (or the proxy's) when no connection opens within `timeout_s`; else None."""
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    proxy = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy")
+    url = urlparse(proxy or endpoint)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname or "", port), timeout=timeout_s).close()
+        return None
+    except OSError:
+        return proxy or endpoint
+
+
 @cache
 def hub_offline(timeout_s: float = 2.0) -> bool:
     """True when the hub cannot be used: offline requested, or its host unreachable.
@@ -61,20 +79,15 @@ def hub_offline(timeout_s: float = 2.0) -> bool:
     When unreachable, sets HF_HUB_OFFLINE/HF_DATASETS_OFFLINE, so libraries imported afterwards
     read their cache instead of retrying.
     """
-    if any(_truthy(name) for name in OFFLINE_ENVS):
+    if offline_switch() is not None:
         return True
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    proxy = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy")
-    url = urlparse(proxy or endpoint)
-    port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        socket.create_connection((url.hostname or "", port), timeout=timeout_s).close()
+    address = unreachable_endpoint(timeout_s)
+    if address is None:
         return False
-    except OSError:
-        log.info("the hub (%s) is unreachable: reading the local cache only", url.hostname)
-        for name in OFFLINE_ENVS:
-            os.environ[name] = "1"
-        return True
+    log.info("the hub (%s) is unreachable: reading the local cache only", urlparse(address).hostname)
+    for name in OFFLINE_ENVS:
+        os.environ[name] = "1"
+    return True
 
 
 def load_hub_dataset(ref: str, subset: str | None, split: str, key: str, streaming: bool = False) -> Any:

@@ -35,6 +35,11 @@ def quiet_libraries() -> None:
     if not sys.stderr.isatty() or not speaks():  # bars in a log file are noise, one line each
         os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    # bitsandbytes' CPU backend warns on import (peft and trl import it) that an optional kernel
+    # from the hub is absent; it runs its own instead, so there is nothing to act on.
+    logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
+    for client in ("httpx", "httpx2"):  # huggingface_hub's HTTP clients log every request at INFO
+        logging.getLogger(client).setLevel(logging.WARNING)
 
 
 def setup_logging() -> None:
