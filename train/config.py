@@ -3,14 +3,16 @@
 Every Hydra group used by the SFT entry point is backed by a dataclass here, so an unknown
 key or a value of the wrong type fails at start-up with a message that names the key.
 Cross-field checks live in each dataclass's `validate`, which `to_app_config` runs right
-after Hydra composes the config; `preflight` then checks this machine (data paths exist,
-flash-attn is installed, the hub is reachable) before train/sft.py imports the training stack.
+after Hydra composes the config; `preflight` then checks this machine (data paths exist, the
+packages the config needs are installed, the hub is reachable) before train/sft.py imports
+the training stack.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -20,6 +22,9 @@ from core.config import CONFIG_DIR, ModelConfig, WandbConfig, register_schema, t
 from core.errors import ConfigError
 from core.formats import FORMATS
 from core.hub import check_ref, existing_path, hub_offline, is_hub
+from core.logs import rank
+from train.hub_push import check_push_access
+from train.trackers import check_installed, parse_report_to
 
 DEEPSPEED_DIR = CONFIG_DIR / "deepspeed"
 
@@ -45,6 +50,25 @@ class LossOn(str, Enum):
 class Overlong(str, Enum):
     drop = "drop"
     truncate = "truncate"
+
+
+class Optim(str, Enum):
+    """transformers' optimizer names a recipe may pick; the bitsandbytes ones need the [qlora] extra."""
+
+    adamw_torch = "adamw_torch"
+    adamw_torch_fused = "adamw_torch_fused"
+    adamw_8bit = "adamw_8bit"
+    paged_adamw_8bit = "paged_adamw_8bit"
+    paged_adamw_32bit = "paged_adamw_32bit"
+
+
+BNB_OPTIMS = (Optim.adamw_8bit, Optim.paged_adamw_8bit, Optim.paged_adamw_32bit)
+QLORA_EXTRA = "install the [qlora] extra (pip install -e '.[qlora]', which brings bitsandbytes)"
+
+
+class QuantType(str, Enum):
+    nf4 = "nf4"  # 4-bit NormalFloat, the QLoRA paper's data type for normally distributed weights
+    fp4 = "fp4"
 
 
 @dataclass
@@ -79,15 +103,39 @@ class RecipeModelConfig(ModelConfig):
             )
 
 
+ALL_LINEAR = "all-linear"
+
+
 @dataclass
 class LoraConfig:
     r: int = 16
     alpha: int = 32
     dropout: float = 0.05
+    # module names, or [all-linear]: every linear layer but the output head (peft's shorthand)
     target_modules: list[str] = field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     )
     merge: bool = False  # also write the merged full model to DIR/final (adapter goes to DIR/final-adapter)
+
+    def validate(self) -> None:
+        if ALL_LINEAR in self.target_modules and len(self.target_modules) > 1:
+            raise ConfigError(
+                f"recipe.lora.target_modules={list(self.target_modules)}: {ALL_LINEAR} already names every "
+                "linear layer; write [all-linear] alone or list the modules"
+            )
+
+    def peft_target_modules(self) -> list[str] | str:
+        """What peft's `target_modules` takes: its "all-linear" shorthand is a string, not a list."""
+        return ALL_LINEAR if list(self.target_modules) == [ALL_LINEAR] else list(self.target_modules)
+
+
+@dataclass
+class QuantizationConfig:
+    """QLoRA: the frozen base loaded in 4 bits by bitsandbytes; LoRA adapters train on top of it."""
+
+    quant_type: QuantType = QuantType.nf4
+    double_quant: bool = True  # quantise the quantisation constants too (~0.37 bit/parameter saved)
+    compute_dtype: DType = DType.bf16  # the matmuls dequantise to this dtype
 
 
 @dataclass
@@ -111,10 +159,25 @@ class RecipeConfig:
     per_device_batch_size: int = 1
     grad_accum: int = 4
     lora: LoraConfig | None = None
+    quantization: QuantizationConfig | None = None
+    optim: Optim = Optim.adamw_torch_fused  # transformers' default on torch >= 2.8
     wandb: WandbConfig = field(default_factory=WandbConfig)
 
     def validate(self) -> None:
         self.model.validate()
+        if self.lora is not None:
+            self.lora.validate()
+        if self.quantization is not None:
+            if self.lora is None:
+                raise ConfigError(
+                    "recipe.quantization trains LoRA adapters on a frozen 4-bit base: set recipe.lora "
+                    "(e.g. recipe=editcoder-6.7b-qlora) or remove recipe.quantization"
+                )
+            if self.model.tiny is not None:
+                raise ConfigError(
+                    "recipe.quantization loads a checkpoint in 4 bits; a model built from recipe.model.tiny "
+                    "has none: save one and set recipe.model.path to it"
+                )
         if self.prompt_format not in FORMATS:
             raise ConfigError(
                 f"recipe.prompt_format={self.prompt_format!r} is unknown; choose one of {sorted(FORMATS)}"
@@ -177,14 +240,22 @@ class RunConfig:
     eval_steps: int | None = None  # None: evaluate at the end only
     seed: int = 42
     resume: str = "auto"  # auto | never | path to a checkpoint folder
-    report_to: str = "wandb"  # wandb | none
+    # What transformers' report_to takes: a tracker (wandb, tensorboard, mlflow, ...), a list or a
+    # comma-separated string of them, all (every one installed) or none. Any: a name or a list.
+    report_to: Any = "wandb"
+    push_to_hub: bool = False  # upload DIR/final (model and card) to run.hub_model_id at the end, from rank 0
+    hub_model_id: str | None = None  # the hub repo, "name" (the token's user) or "org/name"
+    hub_private_repo: bool | None = None  # None: the hub's default for the namespace
     peak_tflops: float | None = None  # per device, for MFU; detected on known GPUs
     dataset_num_proc: int | None = None
     dataloader_num_workers: int = 0
 
     def validate(self) -> None:
-        if self.report_to not in ("wandb", "none"):
-            raise ConfigError(f"run.report_to must be 'wandb' or 'none', got {self.report_to!r}")
+        self.report_to = parse_report_to(self.report_to)
+        if self.push_to_hub and not self.hub_model_id:
+            raise ConfigError("run.push_to_hub=true needs run.hub_model_id=NAME or ORG/NAME (the hub repo)")
+        if self.hub_model_id is not None and not re.fullmatch(r"([\w.-]+/)?[\w.-]+", self.hub_model_id):
+            raise ConfigError(f"run.hub_model_id={self.hub_model_id!r}: write NAME or ORG/NAME")
         if self.resume not in ("auto", "never") and not Path(self.resume).is_dir():
             raise ConfigError(
                 f"run.resume={self.resume!r}: use auto, never, or an existing checkpoint folder"
@@ -204,10 +275,15 @@ class SFTAppConfig:
         for spec in self.data.specs():
             spec.validate()
         self.run.validate()
-        if not self.recipe.wandb.enabled:
-            self.run.report_to = "none"  # either switch turns tracking off
+        if not self.recipe.wandb.enabled:  # either switch turns wandb off; other trackers stay
+            self.run.report_to = [name for name in self.run.report_to if name != "wandb"]
         if self.deepspeed_config is not None:
             deepspeed_config_path(self.deepspeed_config)  # raises when missing
+            if self.recipe.quantization is not None:
+                raise ConfigError(
+                    "recipe.quantization (QLoRA) runs without DeepSpeed, on one GPU or one per rank "
+                    "under torchrun: set deepspeed=none"
+                )
         lora = self.recipe.lora
         if (
             lora is not None
@@ -243,8 +319,18 @@ def to_app_config(cfg: Any) -> SFTAppConfig:
 
 
 def preflight(app: SFTAppConfig) -> None:
-    """Checks of this machine that need no heavy import: data paths, flash-attn, the hub."""
+    """Checks of this machine that need no heavy import: packages, data paths, the hub."""
     recipe = app.recipe
+    if importlib.util.find_spec("bitsandbytes") is None:
+        if recipe.quantization is not None:
+            raise ConfigError(
+                f"recipe.quantization loads the base in 4 bits with bitsandbytes: {QLORA_EXTRA}"
+            )
+        if recipe.optim in BNB_OPTIMS:
+            raise ConfigError(f"recipe.optim={recipe.optim.value} is a bitsandbytes optimizer: {QLORA_EXTRA}")
+    check_installed(app.run.report_to)
+    if app.run.push_to_hub and rank() == 0:  # the rank that pushes; whoami is rate-limited per token
+        check_push_access(app.run.hub_model_id)
     if (
         recipe.attn_implementation == AttnImpl.flash_attention_2
         and importlib.util.find_spec("flash_attn") is None

@@ -39,6 +39,7 @@ _HYPERPARAMETERS = (
     "dtype",
     "attn_implementation",
     "gradient_checkpointing",
+    "optim",
 )
 _EVAL_METRICS = ("pass@1", "pass@10", "excess_code", "excess_code_v1", "problems", "samples")
 
@@ -64,7 +65,9 @@ def render_model_card(final: Path, evals: dict[str, Any] | None = None) -> str:
     run_dir = final.parent
     recipe, data = config["recipe"], config["data"]
     base = recipe["model"].get("path")
-    lines = ["---", "library_name: transformers", "tags: [editforge, code-editing]"]
+    # An adapter folder (LoRA without merge) loads through peft; the hub labels it from this line.
+    library = "peft" if (final / "adapter_config.json").is_file() else "transformers"
+    lines = ["---", f"library_name: {library}", "tags: [editforge, code-editing]"]
     if base and not Path(base).exists():
         lines.append(f"base_model: {base}")
     lines += ["---", "", f"# {run_dir.name}", ""]
@@ -88,7 +91,16 @@ def render_model_card(final: Path, evals: dict[str, Any] | None = None) -> str:
     lines += [f"| {key} | {recipe[key]} |" for key in _HYPERPARAMETERS if key in recipe]
     if recipe.get("lora"):
         lora = recipe["lora"]
-        lines.append(f"| LoRA | r={lora['r']}, alpha={lora['alpha']}, dropout={lora['dropout']} |")
+        modules = ", ".join(lora.get("target_modules") or [])
+        lines.append(
+            f"| LoRA | r={lora['r']}, alpha={lora['alpha']}, dropout={lora['dropout']}, modules: {modules} |"
+        )
+    if recipe.get("quantization"):
+        quant = recipe["quantization"]
+        double = ", double quantisation" if quant.get("double_quant") else ""
+        lines.append(
+            f"| base weights (QLoRA) | 4-bit {quant['quant_type']}{double}, compute {quant['compute_dtype']} |"
+        )
     lines.append(f"| DeepSpeed | {config.get('deepspeed_config') or 'none'} |")
     run = config.get("run", {})
     if run.get("max_steps", -1) > 0:

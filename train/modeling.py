@@ -18,7 +18,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, PreTr
 
 from core.dtypes import torch_dtype
 from core.errors import ConfigError
-from train.config import AttnImpl, DType, RecipeConfig, TinyModelConfig
+from train.config import AttnImpl, DType, QuantizationConfig, RecipeConfig, TinyModelConfig
 
 TINY_SPECIAL = {"bos_token": "<|begin|>", "eos_token": "<|end|>", "unk_token": "<|unk|>"}
 
@@ -133,12 +133,41 @@ def load_model(recipe: RecipeConfig, tokenizer: Any, attn_implementation: str) -
             trust_remote_code=recipe.model.trust_remote_code,
             attn_implementation=attn_implementation,
             dtype=dtype,
+            **_quantized_loading(recipe.quantization),
+        )
+    if recipe.quantization is not None:
+        from peft import prepare_model_for_kbit_training
+
+        # Freezes the base, keeps norms and embeddings in fp32 for stable training, and lets
+        # checkpointed layers pass gradients to the adapters.
+        model = prepare_model_for_kbit_training(
+            model, use_gradient_checkpointing=recipe.gradient_checkpointing
         )
     # transformers only derives the block-diagonal packed mask when no cache is passed.
     model.config.use_cache = False
     if len(tokenizer) > model.get_input_embeddings().weight.shape[0]:
         model.resize_token_embeddings(len(tokenizer))
     return model
+
+
+def quantization_config(quantization: QuantizationConfig) -> Any:
+    """The `BitsAndBytesConfig` of a `recipe.quantization` block (4-bit weights; the head stays 16-bit)."""
+    from transformers import BitsAndBytesConfig
+
+    return BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type=quantization.quant_type.value,
+        bnb_4bit_use_double_quant=quantization.double_quant,
+        bnb_4bit_compute_dtype=torch_dtype(quantization.compute_dtype),
+    )
+
+
+def _quantized_loading(quantization: QuantizationConfig | None) -> dict[str, Any]:
+    if quantization is None:
+        return {}
+    # A 4-bit model cannot move after loading: quantise straight onto this rank's GPU (CPU without one).
+    device_map = {"": torch.cuda.current_device()} if torch.cuda.is_available() else None
+    return {"quantization_config": quantization_config(quantization), "device_map": device_map}
 
 
 def count_parameters(model: torch.nn.Module) -> tuple[int, int]:

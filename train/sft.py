@@ -28,7 +28,8 @@ def train(app: SFTAppConfig, resolved: dict[str, Any]) -> None:
     # DeepSpeed warns on every rank when it falls back to CPU by auto-detection: name the CPU.
     if not torch.cuda.is_available():
         os.environ.setdefault("DS_ACCELERATOR", "cpu")
-    if app.run.report_to == "none":  # transformers prints a line per rank when it sees WANDB_MODE
+    # transformers prints a line per rank when it sees WANDB_MODE
+    if not {"wandb", "all"} & set(app.run.report_to):
         os.environ.pop("WANDB_MODE", None)
     from train.sft_run import SFTRun  # the heavy stack, once the config is known to be good
 
@@ -36,6 +37,7 @@ def train(app: SFTAppConfig, resolved: dict[str, Any]) -> None:
     run.setup()
     run.train()
     run.save()
+    run.push()
     run.cleanup()
 
 

@@ -34,6 +34,8 @@ from core.layout import (
 )
 from train.config import DType, SFTAppConfig, deepspeed_config_path
 from train.edit_data import load_edit_splits
+from train.hub_push import push_folder
+from train.merge import merge_adapter
 from train.mfu import detect_peak_tflops, flops_per_token
 from train.model_card import write_model_card
 from train.modeling import (
@@ -154,6 +156,7 @@ class SFTRun:
             lr_scheduler_type=recipe.lr_scheduler,
             warmup_steps=recipe.warmup_steps,
             weight_decay=recipe.weight_decay,
+            optim=recipe.optim.value,
             max_grad_norm=recipe.max_grad_norm,
             per_device_train_batch_size=recipe.per_device_batch_size,
             per_device_eval_batch_size=recipe.per_device_batch_size,
@@ -170,7 +173,7 @@ class SFTRun:
             eval_steps=run.eval_steps,
             seed=run.seed,
             data_seed=run.seed,
-            report_to=["wandb"] if run.report_to == "wandb" else [],
+            report_to=list(run.report_to),  # transformers expands ["all"] to the trackers installed
             deepspeed=deepspeed_config_path(self.app.deepspeed_config) if self.app.deepspeed_config else None,
             max_length=recipe.max_length,
             packing=recipe.packing,
@@ -195,12 +198,15 @@ class SFTRun:
             r=lora.r,
             lora_alpha=lora.alpha,
             lora_dropout=lora.dropout,
-            target_modules=list(lora.target_modules),
+            target_modules=lora.peft_target_modules(),
             task_type="CAUSAL_LM",
         )
 
+    def _reports_to_wandb(self) -> bool:
+        return "wandb" in self.args.report_to
+
     def _init_wandb(self) -> None:
-        if self.app.run.report_to != "wandb":
+        if not self._reports_to_wandb():
             return
         import wandb
 
@@ -238,9 +244,7 @@ class SFTRun:
         self.trainer.save_model(str(target))  # a collective under ZeRO-3: every rank calls it
         if self.trainer.is_world_process_zero():
             if target != final:
-                merged = self.trainer.accelerator.unwrap_model(self.trainer.model).merge_and_unload()
-                merged.save_pretrained(str(final))
-                self.tokenizer.save_pretrained(str(final))
+                self._merge(target, final)
             for folder in {target, final}:
                 write_trained_config(folder, self.resolved)
             metrics = {k: v for k, v in self.trainer.state.log_history[-1].items()}
@@ -251,8 +255,30 @@ class SFTRun:
         self.trainer.accelerator.wait_for_everyone()
         return final
 
+    def _merge(self, adapter: Path, final: Path) -> None:
+        """The merged full model in `final`; a 4-bit base's adapter goes into a fresh 16-bit copy
+        of the base (recipe.dtype), never into the 4-bit weights (train/merge.py says why)."""
+        recipe = self.app.recipe
+        if recipe.quantization is None:
+            merged = self.trainer.accelerator.unwrap_model(self.trainer.model).merge_and_unload()
+            merged.save_pretrained(str(final))
+            self.tokenizer.save_pretrained(str(final))
+            return
+        model = recipe.model
+        merge_adapter(adapter, final, model.path, model.revision, model.trust_remote_code, recipe.dtype.value)
+
+    def push(self) -> None:
+        """Upload DIR/final (model, tokenizer, config and card) to run.hub_model_id, from rank 0."""
+        run = self.app.run
+        if not run.push_to_hub or not PartialState().is_main_process:
+            return
+        final = self.output_dir / FINAL_DIR
+        message = f"EditForge recipe={self.app.recipe.name}, run {self.output_dir.name}"
+        url = push_folder(final, run.hub_model_id, run.hub_private_repo, message)
+        log.info("pushed %s to the hub: %s", final, url)
+
     def cleanup(self) -> None:
-        if self.app.run.report_to == "wandb" and PartialState().is_main_process:
+        if self._reports_to_wandb() and PartialState().is_main_process:
             import wandb
 
             if wandb.run is not None:

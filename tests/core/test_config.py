@@ -8,10 +8,18 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import REPO, app_config, compose
 
 from core.errors import ConfigError
-from train.config import deepspeed_config_path
+from train.config import (
+    LoraConfig,
+    QuantizationConfig,
+    RecipeConfig,
+    RecipeModelConfig,
+    TinyModelConfig,
+    deepspeed_config_path,
+)
 
 RECIPES = sorted(p.stem for p in (REPO / "recipes").glob("*.yaml"))
 DATA_CONFIGS = sorted(p.stem for p in (REPO / "configs" / "data").glob("*.yaml"))
@@ -95,7 +103,10 @@ def test_a_wrong_enum_value_fails_and_names_the_key():
     [
         ("recipe.prompt_format=nope", "prompt_format"),
         ("deepspeed_config=zero9", "zero9"),
-        ("run.report_to=tensorboard", "report_to"),
+        ("run.report_to=tensorbord", "unknown tracker 'tensorbord'"),
+        ("run.report_to=[all,wandb]", "stand alone"),
+        ("run.push_to_hub=true", "needs run.hub_model_id"),
+        ("run.hub_model_id=a/b/c", "NAME or ORG/NAME"),
         ("recipe.max_length=0", "max_length"),
         ("recipe.wandb.mode=onlin", "wandb.mode"),
     ],
@@ -105,9 +116,60 @@ def test_bad_values_fail_with_a_message_naming_them(override, message):
         app_config(["recipe=tiny", override])
 
 
-def test_wandb_enabled_false_turns_tracking_off():
+def test_wandb_enabled_false_turns_wandb_off_and_keeps_other_trackers():
     app, _ = app_config(["recipe=tiny", "recipe.wandb.enabled=false"])
-    assert app.run.report_to == "none"
+    assert app.run.report_to == []
+    app, _ = app_config(["recipe=tiny", "recipe.wandb.enabled=false", "run.report_to=[wandb,tensorboard]"])
+    assert app.run.report_to == ["tensorboard"]
+
+
+@pytest.mark.parametrize(
+    "value, trackers",
+    [("wandb", ["wandb"]), ("none", []), ("all", ["all"]), ("'wandb,mlflow'", ["wandb", "mlflow"]),
+     ("[tensorboard,wandb]", ["tensorboard", "wandb"])],
+)  # fmt: skip
+def test_report_to_takes_what_transformers_takes(value, trackers):
+    app, _ = app_config(["recipe=tiny", f"run.report_to={value}"])
+    assert app.run.report_to == trackers
+
+
+@pytest.mark.parametrize("size", ["6.7b", "33b"])
+def test_qlora_recipes_quantise_the_base_and_keep_the_lora_recipe(size):
+    from train.modeling import quantization_config
+
+    app, _ = app_config([f"recipe=editcoder-{size}-qlora"])
+    lora, _ = app_config([f"recipe=editcoder-{size}-lora"])
+    r = app.recipe
+    assert r.model.path == lora.recipe.model.path == f"deepseek-ai/deepseek-coder-{size}-base"
+    assert app.deepspeed_config is None and r.gradient_checkpointing and r.dtype.value == "bf16"
+    assert (r.lr, r.per_device_batch_size * r.grad_accum) == (lora.recipe.lr, 32)
+    assert (r.lora.r, r.lora.alpha, r.lora.merge) == (lora.recipe.lora.r, lora.recipe.lora.alpha, True)
+    assert r.lora.peft_target_modules() == "all-linear" and r.optim.value == "paged_adamw_32bit"
+    bnb = quantization_config(r.quantization)
+    assert bnb.load_in_4bit and not bnb.load_in_8bit
+    assert bnb.bnb_4bit_quant_type == "nf4" and bnb.bnb_4bit_use_double_quant
+    assert bnb.bnb_4bit_compute_dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["recipe=editcoder-6.7b-qlora", "recipe.lora=null"], "set recipe.lora"),
+        (["recipe=editcoder-6.7b-qlora", "deepspeed=zero3"], "deepspeed=none"),
+        (["recipe=editcoder-6.7b-qlora", "recipe.lora.target_modules=[all-linear,q_proj]"], "alone"),
+    ],
+)
+def test_quantization_rejects_what_qlora_cannot_train(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        app_config(overrides)
+
+
+def test_quantization_of_a_model_built_from_a_config_is_rejected():
+    recipe = RecipeConfig(
+        model=RecipeModelConfig(tiny=TinyModelConfig()), lora=LoraConfig(), quantization=QuantizationConfig()
+    )
+    with pytest.raises(ConfigError, match="set recipe.model.path"):
+        recipe.validate()
 
 
 def test_lora_merge_under_zero3_is_rejected():
@@ -125,10 +187,12 @@ def _sft(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
-def test_cfg_job_prints_the_resolved_editcoder_config(tmp_path):
-    out = _sft("recipe=editcoder-6.7b", "--cfg", "job", cwd=tmp_path)
+@pytest.mark.parametrize("recipe", ["editcoder-6.7b", "editcoder-6.7b-qlora"])
+def test_cfg_job_prints_the_resolved_editcoder_config(tmp_path, recipe):
+    out = _sft(f"recipe={recipe}", "--cfg", "job", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "deepseek-ai/deepseek-coder-6.7b-base" in out.stdout and "max_length: 8192" in out.stdout
+    assert ("quant_type: nf4" in out.stdout) == recipe.endswith("qlora")
 
 
 def test_flash_attention_on_cpu_stops_before_loading_anything(tmp_path):
