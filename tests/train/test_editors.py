@@ -277,5 +277,7 @@ def test_every_editor_config_builds_its_editor(path, tok):
     options = dict(config["options"])
     if "layer" in options:
         options["layer"] = LAYERS - 1  # the tiny model's depth
+    if "layers" in options:
+        options["layers"] = [LAYERS - 1]
     editor = load_editor(config["target"], tiny_llama(tok), tok, options)
     assert editor.name == config["name"]
