@@ -74,6 +74,7 @@ class _Inspect(TrainerCallback):
 
 @pytest.mark.slow
 @needs_bnb
+@pytest.mark.filterwarnings("ignore:Paged optimizers are not supported on CPU")  # expected here
 def test_qlora_recipe_trains_on_a_4bit_base_and_merges_into_a_bf16_copy(base, tmp_path):
     import bitsandbytes as bnb
 
