@@ -29,6 +29,8 @@ from eval.config import EvalModelConfig, GenConfig, SandboxConfig
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "apiupdate"
 REGIMES = ("single", "successive")
+FIT_DIR = "editor-fit"  # where a learned editor's fit goes, inside out
+FIT_DONE = "fitted.json"
 log = logging.getLogger("eval.apiupdate_edit")
 
 
@@ -117,6 +119,9 @@ def run(cfg: EditRunConfig, resolved: dict[str, Any]) -> None:
     fmt = resolve_format(cfg.model)
     model, tokenizer = load_model(cfg.model.path, cfg.model.dtype, cfg.model.trust_remote_code)
     editor = load_editor(cfg.editor.target, model, tokenizer, dict(cfg.editor.options))
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    fit_editor(editor, problems, fmt, out / FIT_DIR)
     options = StudyOptions(
         regime=cfg.regime,
         n=cfg.gen.n,
@@ -130,8 +135,6 @@ def run(cfg: EditRunConfig, resolved: dict[str, Any]) -> None:
     sampling = SamplingConfig(
         cfg.gen.temperature, cfg.gen.top_p, cfg.gen.max_new_tokens, fmt.stop, cfg.gen.seed
     )
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
     with make_sandbox(
         cfg.sandbox.backend, limits=cfg.sandbox.limits, workers=cfg.sandbox.workers, strict=cfg.sandbox.strict
     ) as sandbox:
@@ -176,6 +179,31 @@ def run(cfg: EditRunConfig, resolved: dict[str, Any]) -> None:
     (out / "report.md").write_text(report)
     log.info("wrote %s (results.json, report.md)", out)
     print(report)
+
+
+def fit_editor(editor: Any, problems: Any, fmt: Any, folder: Path) -> None:
+    """Editors that learn how to edit (MALMEN, A-GRACE) are fitted on the benchmark's edit split
+    into `folder` once; a rerun into the same out (a resumed run) loads what was fitted. An editor
+    built with `editor.options.checkpoint` is fitted already."""
+    from core.editing import LearnedEditor
+    from eval.apiupdate.study import edit_split
+
+    if not isinstance(editor, LearnedEditor) or editor.fitted:
+        return
+    done = folder / FIT_DONE
+    if done.exists():
+        log.info("loading the %s editor fitted in %s", editor.name, folder)
+        editor.load(folder)
+        return
+    updates = edit_split(problems, fmt)
+    log.info(
+        "fitting the %s editor on the edit split (%d modified APIs) into %s",
+        editor.name,
+        len(updates),
+        folder,
+    )
+    figures = editor.fit(updates, folder)
+    done.write_text(json.dumps({"editor": editor.name, "apis": len(updates), "figures": figures}, indent=2))
 
 
 APP = App("edit", EditRunConfig, run=run, preflight=preflight, config_dir=CONFIG_DIR)

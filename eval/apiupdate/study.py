@@ -212,15 +212,7 @@ class EditStudy:
         return records + canonical
 
     def _update(self, mod_id: str) -> APIUpdate:
-        rows = self.by_mod[mod_id]["reliability"]
-        mod = rows[0].payload.modification
-        examples = tuple(
-            EditExample(
-                self.fmt.prompt(p.before, p.instructions["reliability"]), self.fmt.completion(p.after)
-            )
-            for p in rows
-        )
-        return APIUpdate(mod_id, mod.notice, examples, names=(mod.display, mod.new_name))
+        return update_of(mod_id, self.by_mod[mod_id]["reliability"], self.fmt)
 
     def _metrics(self, records: list[dict]) -> dict[str, Any]:
         by_split: dict[str, list[dict]] = defaultdict(list)
@@ -230,6 +222,27 @@ class EditStudy:
 
     def close(self) -> None:
         self.store.close()
+
+
+def update_of(mod_id: str, rows: Sequence[Problem], fmt: PromptFormat) -> APIUpdate:
+    """The `APIUpdate` of one modified API: its reliability rows as edit examples (prompt in the
+    model's format, target the modified reference), its notice, and its names as code writes them."""
+    mod = rows[0].payload.modification
+    examples = tuple(
+        EditExample(fmt.prompt(p.before, p.instructions["reliability"]), fmt.completion(p.after))
+        for p in rows
+    )
+    return APIUpdate(mod_id, mod.notice, examples, names=(mod.display, mod.new_name))
+
+
+def edit_split(problems: Sequence[Problem], fmt: PromptFormat) -> list[APIUpdate]:
+    """Every modified API's update, in id order: what editors that learn to edit are fitted on
+    (MALMEN, A-GRACE). Only reliability rows, so no test problem is ever trained on."""
+    by_mod: dict[str, list[Problem]] = defaultdict(list)
+    for p in problems:
+        if _split(p) == "reliability":
+            by_mod[_mod_id(p)].append(p)
+    return [update_of(m, by_mod[m], fmt) for m in sorted(by_mod)]
 
 
 def _mod_id(p: Problem) -> str:

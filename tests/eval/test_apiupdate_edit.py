@@ -103,15 +103,80 @@ def test_single_resets_and_successive_accumulates_with_the_prompt_editor(bench, 
     assert "| tiny | prompt | successive | generalization |" in report and "Shapley" in report
 
 
+# the tiny random model's settings: its last layer, few value steps, a few statistics chunks
+# cached per test module, short prefixes; fits of a few steps (MALMEN, A-GRACE)
+LOCATE = [
+    "editor.options.v_steps=2",
+    "editor.options.stats_samples=4",
+    "editor.options.stats_chunk_tokens=64",
+    "editor.options.prefixes=[[3,2]]",
+]
+LEARNT_AND_LOCATED = {
+    "rome": ["editor.options.layer=1", *LOCATE],
+    "memit": ["editor.options.layers=[0,1]", *LOCATE],
+    "pmet": ["editor.options.layers=[0,1]", *LOCATE],
+    "alphaedit": ["editor.options.layers=[0,1]", *LOCATE],
+    "a-grace": [
+        "editor.options.layer=1",
+        "editor.options.n_iter=3",
+        "editor.options.epochs=3",
+        "editor.options.batch_size=4",
+    ],
+    "malmen": [
+        "editor.options.layers=[1]",
+        "editor.options.rank=8",
+        "editor.options.steps=2",
+        "editor.options.batch_size=1",
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def agrace_fit(tiny_model, tmp_path_factory) -> Path:
+    """A-GRACE's encoder needs APIs with two edit examples or more, which this small build lacks
+    (each API has one): it is fitted on edit prompts written here, and the study loads it."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from core.editing import APIUpdate, EditExample
+    from train.editors.agrace import AGRACEEditor
+
+    fmt = FORMATS["editcoder"]
+    updates = [
+        APIUpdate(
+            f"math.{name}/R1",
+            "",
+            tuple(
+                EditExample(fmt.prompt(f"x = {v}\n", f"Use {name} on {v}"), f"x = math.{name}({v})\n")
+                for v in (1, 2, 3)
+            ),
+        )
+        for name in ("sqrt", "floor", "ceil", "exp", "log")
+    ]
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    folder = tmp_path_factory.mktemp("agrace")
+    AGRACEEditor(model, tokenizer, layer=1, epochs=3, batch_size=4, val_fraction=0.2).fit(updates, folder)
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def moments_cache(tmp_path_factory, monkeypatch):
+    """One second-moment cache for the module's runs (the editors' default is the user's cache)."""
+    monkeypatch.setenv("EDITFORGE_CACHE", str(tmp_path_factory.getbasetemp() / "editforge-cache"))
+
+
 @pytest.mark.parametrize(
     ("editor", "options"),
     [
         ("ft-l", ["editor.options.layer=1", "editor.options.steps=2", "editor.options.delta=0.01"]),
         ("grace", ["editor.options.layer=1", "editor.options.n_iter=3"]),
         ("lora", ["editor.options.steps=2"]),
+        *((name, options) for name, options in LEARNT_AND_LOCATED.items()),
     ],
 )
-def test_weight_editors_run_both_regimes_end_to_end(bench, tiny_model, tmp_path, editor, options):
+def test_weight_editors_run_both_regimes_end_to_end(bench, tiny_model, tmp_path, editor, options, agrace_fit):
+    if editor == "a-grace":
+        options = [*options, f"editor.options.checkpoint={agrace_fit}"]
     for regime in ("single", "successive"):
         out = tmp_path / regime
         result = _study(bench, tiny_model, out, f"editor={editor}", f"regime={regime}", *options)
@@ -120,6 +185,23 @@ def test_weight_editors_run_both_regimes_end_to_end(bench, tiny_model, tmp_path,
         assert gen["samples"] == 2 * gen["problems"] and 0.0 <= gen["pass@1"] <= gen["compiles@1"] <= 1.0
         report = (out / "report.md").read_text()
         assert f"| tiny | {editor} | {regime} | reliability |" in report
+        if editor == "malmen":  # fitted on the benchmark's edit split (every API), once per out
+            fitted = json.loads((out / "editor-fit" / "fitted.json").read_text())
+            assert fitted["editor"] == editor and fitted["apis"] >= len(result["edits"])
+
+
+def test_a_learned_editor_is_fitted_once_and_loaded_on_a_rerun(bench, tiny_model, tmp_path):
+    options = ["editor=malmen", *LEARNT_AND_LOCATED["malmen"]]
+    _study(bench, tiny_model, tmp_path, *options)
+    marker = tmp_path / "editor-fit" / "fitted.json"
+    stamp = marker.stat().st_mtime_ns
+    checkpoint = sorted(p.name for p in (tmp_path / "editor-fit").iterdir())
+    _study(bench, tiny_model, tmp_path, *options)  # a rerun (resume) loads, does not refit
+    assert marker.stat().st_mtime_ns == stamp
+    assert sorted(p.name for p in (tmp_path / "editor-fit").iterdir()) == checkpoint
+    other = tmp_path / "other"  # a fitted folder given as the checkpoint: nothing is fitted there
+    _study(bench, tiny_model, other, *options, f"editor.options.checkpoint={tmp_path / 'editor-fit'}")
+    assert not (other / "editor-fit").exists()
 
 
 def test_a_killed_study_resumes_without_regenerating(bench, tiny_model, tmp_path):
@@ -186,6 +268,30 @@ def test_the_non_workaroundable_rows_are_exempt_from_the_pre_edit_filter(tiny_mo
     run(validate_overrides(APP, overrides), {})
     result = json.loads((tmp_path / "out" / "results.json").read_text())
     assert result["after"]["nonworkaround"]["samples"] > 0, result["after"].keys()
+
+
+def test_every_editor_side_by_side_in_table_4(bench, tiny_model, tmp_path, agrace_fit):
+    """The study's Table 4 layout (editors as rows, per model Gen./Spec. C@k P@k ... ΔP CF) with
+    the seeds' seven methods and ours beside them."""
+    runs = []
+    options = {
+        "ft-l": ["editor.options.layer=1", "editor.options.steps=1"],
+        "grace": ["editor.options.layer=1", "editor.options.n_iter=1"],
+        **LEARNT_AND_LOCATED,
+    }
+    options["a-grace"] = [*options["a-grace"], f"editor.options.checkpoint={agrace_fit}"]
+    for editor, extra in options.items():
+        out = tmp_path / editor
+        _study(bench, tiny_model, out, f"editor={editor}", "regime=single", "max_apis=1", *extra)
+        runs.append(str(out))
+    done = subprocess.run(
+        [sys.executable, "-m", "eval.tables", "apiupdate", *runs],
+        cwd=REPO, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    table4 = done.stdout.split("## Table 4:")[1].split("## ")[0]
+    for editor in options:
+        assert f"| {editor} |" in table4, editor
 
 
 def test_the_papers_tables_regenerate_from_finished_runs(bench, tiny_model, tmp_path):
