@@ -4,8 +4,11 @@
     python -m eval.apiupdate_edit editor=grace regime=successive every=10 model.path=runs/x/final
     python -m eval.apiupdate_edit editor=prompt regime=single model.path=... benchmark.path=data/apiupdate
 
-Editors are named by the `editor` group (ft-l, lora, grace, prompt), each a dotted path to a
-class and its options, so another method plugs in with `editor.target=pkg.module:Class`. The
+Editors are named by the `editor` group (ft-l, grace, a-grace, malmen, rome, memit, pmet,
+alphaedit, lora, prompt), each a dotted path to a class and its options, so another method
+plugs in with `editor.target=pkg.module:Class`. Editors that learn how to edit (MALMEN, A-GRACE)
+are fitted on the benchmark's edit split into OUT/editor-fit first, or load
+`editor.options.checkpoint`. The
 study itself (`eval/apiupdate/study.py`): pre-edit filtering, single (reset before each API)
 or successive (edits accumulate, seeded order) regimes, C/P/A/W@k per split before and after,
 and the Shapley split of dPass@k. Writes OUT/results.json, OUT/report.md and OUT/samples.jsonl.
