@@ -1,8 +1,9 @@
 """The bubblewrap backend: each worker's server runs as PID 1 of fresh namespaces.
 
 What the sandbox gets: read-only views of the host's system folders (``SYSTEM_PATHS``) and of
-the interpreter's own folders, nothing else of the host (no /root, /home, /run, /var, no
-project folders), with secrets under /etc masked (``MASKED_PATHS``); a private size-limited
+the interpreter's own folders, and of the folders it is given for commands' toolchains
+(``read_only``), nothing else of the host (no /root, /home, /run, /var, no project folders),
+with secrets under /etc masked (``MASKED_PATHS``); a private size-limited
 tmpfs at /tmp (the work folder is /tmp/work) and /dev/shm; a minimal read-only /dev (writes
 there cannot reach the next run); its own /proc, PID, IPC,
 UTS and cgroup namespaces, its own network namespace (unless ``limits.network``), no
@@ -21,6 +22,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 
 from core.sandbox import native
 from core.sandbox.interpreter import interpreter_facts
@@ -63,11 +65,19 @@ def bwrap_available() -> bool:
     return bwrap_problem() is None
 
 
-def bwrap_argv(binary: str, profile: Profile, userns: bool = True, python: str | None = None) -> list[str]:
+def bwrap_argv(
+    binary: str,
+    profile: Profile,
+    userns: bool = True,
+    python: str | None = None,
+    read_only: Sequence[str] = (),
+) -> list[str]:
     """The bwrap options every server (and the availability probe) runs under.
 
     ``userns``: also enter a user namespace in which no further namespaces may be created
     (defence in depth; root may run without it where user namespaces are disabled).
+    ``read_only``: host folders outside ``SYSTEM_PATHS`` that commands need (a compiler installed
+    under ~/.rustup, prebuilt libraries), visible read-only at the same path.
     """
     size = str(profile.disk_mb << 20)
     argv = [binary]
@@ -85,6 +95,8 @@ def bwrap_argv(binary: str, profile: Profile, userns: bool = True, python: str |
     argv += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp", "--dir", WORK_DIR]
     argv += ["--perms", "1777", "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
     for path in interpreter_paths(python):  # the interpreter, its environment and the harness, read-only
+        argv += ["--ro-bind", path, path]
+    for path in sorted({p for p in read_only if os.path.isdir(p) and not _under(p, SYSTEM_PATHS)}, key=len):
         argv += ["--ro-bind", path, path]
     argv += ["--unshare-user", "--disable-userns"] if userns else []
     argv += ["--unshare-pid", "--as-pid-1", "--unshare-ipc"]
@@ -127,13 +139,14 @@ def _under(path: str, roots: tuple[str, ...]) -> bool:
 class BwrapLauncher:
     backend = "bwrap"
 
-    def __init__(self, python: str | None = None) -> None:
+    def __init__(self, python: str | None = None, read_only: Sequence[str] = ()) -> None:
         problem = bwrap_problem()
         if problem:
             raise SandboxUnavailable(f"backend='bwrap' is unavailable: {problem}; {INSTALL_HINT}")
         self._binary = bwrap_binary()
         self._userns = _probe(self._binary)[1]
         self.python = python or sys.executable
+        self.read_only = tuple(read_only)
         interpreter_paths(self.python)  # an interpreter that cannot run fails here, once
 
     def spec(self, profile: Profile) -> ServerSpec:
@@ -141,7 +154,11 @@ class BwrapLauncher:
             "mode": "init",
             "work_dir": WORK_DIR,
             "scratch_dirs": ["/tmp", "/dev/shm"],
-            "keep_paths": [p for p in interpreter_paths(self.python) if p.startswith(("/tmp/", "/dev/shm/"))],
+            "keep_paths": [
+                p
+                for p in (*interpreter_paths(self.python), *self.read_only)
+                if p.startswith(("/tmp/", "/dev/shm/"))
+            ],
             "nproc_base": 2,
             "unshare_net": False,  # bwrap already did, unless the profile allows the network
             "coverage": profile.coverage,
@@ -150,7 +167,7 @@ class BwrapLauncher:
             "write": ["/tmp", "/dev/shm", *DEVICES],
             "native": native.built(self.python),
         }
-        bwrap = bwrap_argv(self._binary, profile, self._userns, self.python)
+        bwrap = bwrap_argv(self._binary, profile, self._userns, self.python, self.read_only)
         argv = [*bwrap, "--", self.python, "-I", HARNESS]
         argv.append(json.dumps(config))
         return ServerSpec(argv, sandbox_env(home=WORK_DIR, tmp="/tmp"))

@@ -29,15 +29,16 @@ SOURCE = Path(__file__).with_name("_editforge_sys.c")
 MODULE = "_editforge_sys"
 
 
-def cache_dir() -> Path:
-    """Where compiled modules are kept: ``$EDITFORGE_CACHE``, else ``~/.cache/editforge``, else (a
-    home that cannot be written) a folder of this user's in the temporary directory."""
+def cache_dir(name: str = "sandbox-native") -> Path:
+    """The cache folder ``name`` (compiled modules; the toolchains' prepared files): in
+    ``$EDITFORGE_CACHE``, else ``~/.cache/editforge``, else (a home that cannot be written) a folder
+    of this user's in the temporary directory."""
     root = os.environ.get("EDITFORGE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "editforge")
-    folder = Path(root) / "sandbox-native"
+    folder = Path(root) / name
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:
-        folder = Path(tempfile.gettempdir()) / f"editforge-{os.getuid()}" / "sandbox-native"
+        folder = Path(tempfile.gettempdir()) / f"editforge-{os.getuid()}" / name
         folder.mkdir(parents=True, exist_ok=True)
     return folder
 

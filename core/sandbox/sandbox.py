@@ -257,17 +257,20 @@ def make_sandbox(
     workers: int | None = None,
     python: str | None = None,
     strict: bool = True,
+    read_only: Sequence[str] = (),
 ) -> Sandbox:
     """``"auto"``: bwrap where it works (probed once), else local; ``"bwrap"`` raises SandboxUnavailable
     with the reason and the fix when it cannot run here. ``python``: the interpreter Python runs
     use (e.g. a virtualenv with another version of a library installed); its environment is
     readable inside the sandbox, nothing else changes. ``strict=False`` runs every Python job in
-    the declared unverified mode (see ``ForkServerSandbox.run``)."""
+    the declared unverified mode (see ``ForkServerSandbox.run``). ``read_only``: host folders that
+    commands need besides the system folders (a toolchain under ~/.rustup, prebuilt libraries),
+    which bwrap shows read-only; the local backend shows the whole host anyway."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown sandbox backend {backend!r}; choose one of {BACKENDS}")
     if backend == "auto":
         backend = "bwrap" if bwrap_available() else "local"
-    launcher = BwrapLauncher(python) if backend == "bwrap" else LocalLauncher(python)
+    launcher = BwrapLauncher(python, read_only) if backend == "bwrap" else LocalLauncher(python)
     return ForkServerSandbox(launcher, limits, workers, strict)
 
 

@@ -194,6 +194,23 @@ def test_run_command_missing_program(sandbox):
     assert result.exit_code == 127 and "cannot execute" in result.stderr
 
 
+@pytest.mark.skipif(not bwrap_available(), reason="bubblewrap cannot run here")
+def test_bwrap_shows_the_read_only_folders_it_is_given_and_no_other(tmp_path):
+    """A toolchain outside the system folders (rustup's) is seen read-only, and stays across runs."""
+    given, other = tmp_path / "toolchain", tmp_path / "other"
+    for folder in (given, other):
+        folder.mkdir()
+        (folder / "tool.txt").write_text("42\n")
+    with make_sandbox("bwrap", limits=LIMITS, workers=1, read_only=[str(given)]) as sb:
+        runs = [sb.run_command(["cat", str(given / "tool.txt")]) for _ in range(2)]
+        write = sb.run_command(["sh", "-c", f"echo 0 > {given}/tool.txt || echo 0 > {given}/new.txt"])
+        hidden = sb.run_command(["cat", str(other / "tool.txt")])
+    assert [(r.status, r.stdout) for r in runs] == [("passed", "42\n")] * 2
+    assert write.status == "failed" and "Read-only file system" in write.stderr
+    assert (given / "tool.txt").read_text() == "42\n" and not (given / "new.txt").exists()
+    assert hidden.status == "failed" and "No such file" in hidden.stderr
+
+
 def test_network_profile_switch_restarts_the_worker(sandbox):
     allowed = SandboxLimits(**{**LIMITS.to_dict(), "network": True})
     assert sandbox.run(PROGRAM, "assert add(2, 2) == 4\n", limits=allowed).passed
