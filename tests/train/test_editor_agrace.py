@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from editor_checks import greedy, logits, one_thread, snapshot  # noqa: F401 (one_thread: this module's fixture)
 from transformers import AutoModelForCausalLM, LlamaConfig
 
 from core.editing import APIUpdate, EditExample, LearnedEditor, load_editor
@@ -54,15 +55,6 @@ def prompt(api: int, fill: int) -> str:
 def update(api: int, fills: tuple[int, ...] = (0, 1, 2)) -> APIUpdate:
     examples = tuple(EditExample(prompt(api, f), APIS[api][3]) for f in fills)
     return APIUpdate(APIS[api][0], f"notice {api}", examples)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny matrices: one thread is as fast, and does not spin against other jobs on the cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
@@ -108,26 +100,6 @@ def all_prompts() -> list[str]:
 @pytest.fixture
 def editor(tok, fitted):
     return AGRACEEditor(tiny_llama(tok), tok, layer=0, n_iter=100, checkpoint=str(fitted[0]))
-
-
-def greedy(model, tok, text: str, max_new_tokens: int = 16) -> str | None:
-    """The greedy completion up to EOS, or None when it does not stop."""
-    inputs = tok(text, return_tensors="pt")
-    with torch.no_grad():
-        out = model.generate(**inputs, do_sample=False, max_new_tokens=max_new_tokens)
-    new = out[0, inputs["input_ids"].shape[1] :].tolist()
-    if tok.eos_token_id not in new:
-        return None
-    return tok.decode(new[: new.index(tok.eos_token_id)], clean_up_tokenization_spaces=False)
-
-
-def logits(model, tok, text: str) -> torch.Tensor:
-    with torch.no_grad():
-        return model(**tok(text, return_tensors="pt")).logits
-
-
-def snapshot(model) -> dict[str, torch.Tensor]:
-    return {name: p.detach().clone() for name, p in model.named_parameters()}
 
 
 # ------------------------------------------------------------------------------------------ fit

@@ -15,7 +15,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 import yaml
-from test_editors import CODE, FMT, LAYERS, PROMPTS, changed, greedy, logits, snapshot, tiny_llama, update
+from editor_checks import changed, greedy, logits, one_thread, snapshot  # noqa: F401 (one_thread: this module's fixture)
+from test_editors import CODE, FMT, LAYERS, PROMPTS, tiny_llama, update
 
 from core.editing import APIUpdate, EditExample, LearnedEditor, load_editor
 from core.errors import ConfigError
@@ -36,15 +37,6 @@ SHOUT_API = APIUpdate(
 )
 FIT_UPDATES = [update(0), update(1), update(2), SHOUT_API, update(4)]
 UNRELATED = FMT.prompt("y = [1, 2]\n", "Sort it")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny matrices: one thread is as fast, and does not spin against other jobs on the cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

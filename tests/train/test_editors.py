@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from editor_checks import changed, greedy, logits, one_thread, snapshot  # noqa: F401 (one_thread: this module's fixture)
 from transformers import AutoModelForCausalLM, LlamaConfig
 
 from core.editing import APIUpdate, EditExample, load_editor
@@ -38,15 +39,6 @@ PROMPTS = [FMT.prompt(before, instruction) for before, instruction, _ in CODE]
 def update(i: int, api_id: str | None = None, target: str | None = None) -> APIUpdate:
     example = EditExample(PROMPTS[i], CODE[i][2] if target is None else target)
     return APIUpdate(api_id or f"api{i}/R1", f"notice {i}", (example,))
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny matrices: one thread is as fast, and does not spin against other jobs on the cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
@@ -79,30 +71,6 @@ def tiny_llama(tok, seed: int = 0):
 @pytest.fixture
 def model(tok):
     return tiny_llama(tok)
-
-
-def greedy(model, tok, prompt: str, max_new_tokens: int = 24) -> str | None:
-    """The greedy completion up to EOS, or None when it does not stop."""
-    inputs = tok(prompt, return_tensors="pt")
-    with torch.no_grad():
-        out = model.generate(**inputs, do_sample=False, max_new_tokens=max_new_tokens)
-    new = out[0, inputs["input_ids"].shape[1] :].tolist()
-    if tok.eos_token_id not in new:
-        return None
-    return tok.decode(new[: new.index(tok.eos_token_id)], clean_up_tokenization_spaces=False)
-
-
-def logits(model, tok, prompt: str) -> torch.Tensor:
-    with torch.no_grad():
-        return model(**tok(prompt, return_tensors="pt")).logits
-
-
-def snapshot(model) -> dict[str, torch.Tensor]:
-    return {name: p.detach().clone() for name, p in model.named_parameters()}
-
-
-def changed(model, before: dict[str, torch.Tensor]) -> set[str]:
-    return {name for name, p in model.named_parameters() if not torch.equal(p, before[name])}
 
 
 # ------------------------------------------------------------------------------------------ FT-L

@@ -13,6 +13,7 @@ import os
 
 import pytest
 import torch
+from editor_checks import changed, greedy, one_thread, snapshot  # noqa: F401 (one_thread: this module's fixture)
 from tiny_facts import FACTS, corpus, tokenizer, trained_model, update
 
 from core.editing import APIUpdate, EditExample, load_editor
@@ -40,14 +41,6 @@ TINY = {
 }
 DOWN = "model.layers.{}.mlp.down_proj.weight"
 UNRELATED = [(p, t) for p, t in corpus() if "math.isqrt" not in p and "os.getcwd" not in p]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
@@ -81,24 +74,6 @@ def build(name, model, tok, stats_dir, preserved, **extra):
     if name == "alphaedit":
         options.setdefault("corpus", str(preserved))
     return cls(model, tok, **options)
-
-
-def greedy(model, tok, prompt: str, max_new_tokens: int = 8) -> str | None:
-    inputs = tok(prompt, return_tensors="pt")
-    with torch.no_grad():
-        out = model.generate(**inputs, do_sample=False, max_new_tokens=max_new_tokens)
-    new = out[0, inputs["input_ids"].shape[1] :].tolist()
-    if tok.eos_token_id not in new:
-        return None
-    return tok.decode(new[: new.index(tok.eos_token_id)])
-
-
-def snapshot(model):
-    return {name: p.detach().clone() for name, p in model.named_parameters()}
-
-
-def changed(model, before):
-    return {name for name, p in model.named_parameters() if not torch.equal(p, before[name])}
 
 
 def test_the_tiny_model_knows_its_apis(base, tok):
@@ -185,7 +160,7 @@ def test_rome_closed_form_is_the_constrained_least_squares_solution(base, tok, s
     editor.edit(update(0, "({})"))
     (step,) = editor.history
     assert torch.equal(step.u, step.k)
-    c = editor._moment.double()
+    c = editor.moment[1].double()
     k, r = step.k.double(), step.v.double() - w0 @ step.k.double()
     # min_Δ tr(Δ C Δᵀ) s.t. Δ k = r, row by row: [[2C, k], [kᵀ, 0]] [δ; μ] = [0; r]
     d = len(k)
@@ -209,7 +184,7 @@ def test_memit_update_solves_its_normal_equations(base, tok, stats_dir, preserve
 
     model = copy.deepcopy(base)
     editor = build("memit", model, tok, stats_dir, preserved)
-    editor._setup()
+    editor.setup()
     c = editor.moment[1].double()
     torch.manual_seed(0)
     keys, residual = torch.randn(3, c.shape[0]).double(), torch.randn(3, 64).double()
@@ -272,7 +247,7 @@ def test_the_second_moment_is_computed_once_and_read_back(base, tok, tmp_path, p
     second.edit(update(0, "({})"))
     assert second.moments.computed == [] and cached.stat().st_mtime_ns == stamp
     assert torch.equal(first.history[0].delta, second.history[0].delta)  # the same update
-    assert torch.equal(first._moment, second._moment)
+    assert torch.equal(first.moment[1], second.moment[1])
 
     other = copy.deepcopy(base)
     with torch.no_grad():

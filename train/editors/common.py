@@ -33,11 +33,22 @@ def encode_update(tokenizer: Any, update: APIUpdate, device: torch.device | str)
     those the model sees when it generates; EOS ends every target and is kept in the loss."""
     if not update.examples:
         raise ValueError(f"API update {update.api_id!r} has no edit examples to train on")
-    rows = []
-    for example in update.examples:
-        prompt = tokenizer(example.prompt, add_special_tokens=True)["input_ids"]
-        target = tokenizer(example.target, add_special_tokens=False)["input_ids"]
-        rows.append((prompt, [*target, tokenizer.eos_token_id]))
+    rows = [prompt_and_target(tokenizer, example.prompt, example.target) for example in update.examples]
+    input_ids, attention_mask, labels = pad_rows(tokenizer, rows)
+    lengths = torch.tensor([len(prompt) for prompt, _ in rows])
+    return EditBatch(input_ids.to(device), attention_mask.to(device), labels.to(device), lengths.to(device))
+
+
+def prompt_and_target(tokenizer: Any, prompt: str, target: str | None) -> tuple[list[int], list[int]]:
+    """The prompt's tokens (BOS first) and the target's with EOS appended (none for no target)."""
+    ids = tokenizer(prompt, add_special_tokens=True)["input_ids"]
+    if target is None:
+        return ids, []
+    return ids, [*tokenizer(target, add_special_tokens=False)["input_ids"], tokenizer.eos_token_id]
+
+
+def pad_rows(tokenizer: Any, rows: list[tuple[list[int], list[int]]]) -> tuple[torch.Tensor, ...]:
+    """(input_ids, attention_mask, labels), right-padded; labels are -100 on prompts and pads."""
     width = max(len(prompt) + len(target) for prompt, target in rows)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
@@ -46,10 +57,9 @@ def encode_update(tokenizer: Any, update: APIUpdate, device: torch.device | str)
     for i, (prompt, target) in enumerate(rows):
         n = len(prompt) + len(target)
         input_ids[i, :n] = torch.tensor(prompt + target)
-        labels[i, len(prompt) : n] = torch.tensor(target)
+        labels[i, len(prompt) : n] = torch.tensor(target, dtype=torch.long)
         attention_mask[i, :n] = 1
-    lengths = torch.tensor([len(prompt) for prompt, _ in rows])
-    return EditBatch(input_ids.to(device), attention_mask.to(device), labels.to(device), lengths.to(device))
+    return input_ids, attention_mask, labels
 
 
 def target_nll(model: nn.Module, batch: EditBatch) -> torch.Tensor:

@@ -27,7 +27,15 @@ from torch import nn
 
 from core.editing import APIUpdate, EditExample
 from core.errors import ConfigError
-from train.editors.common import IGNORE_INDEX, decoder_layers_name, layer_module_name, model_device
+from train.editors.common import (
+    IGNORE_INDEX,
+    decoder_layers_name,
+    layer_module_name,
+    model_device,
+    pad_rows,
+    prompt_and_target,
+)
+from train.editors.moments import MomentOptions, SecondMoments
 
 # First tokens of the prefixes the model writes for itself (ROME samples from "The",
 # "Therefore", "Because", "I", "You"; code models get code openings instead).
@@ -146,29 +154,12 @@ def encode_rows(
     tokenizer: Any, texts: Sequence[tuple[str, int]], targets: Sequence[str | None], device: torch.device
 ) -> Rows:
     """Prompt and target tokenized apart (as generation sees the prompt); EOS ends a target."""
-    rows, subjects = [], []
-    for (text, end), target in zip(texts, targets, strict=True):
-        prompt = tokenizer(text)["input_ids"]
-        tail = (
-            []
-            if target is None
-            else [*tokenizer(target, add_special_tokens=False)["input_ids"], tokenizer.eos_token_id]
-        )
-        rows.append((prompt, tail))
-        subjects.append(subject_index(tokenizer, text, end))
-    width = max(len(p) + len(t) for p, t in rows)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
-    labels = torch.full((len(rows), width), IGNORE_INDEX, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, (prompt, tail) in enumerate(rows):
-        n = len(prompt) + len(tail)
-        input_ids[i, :n] = torch.tensor(prompt + tail)
-        labels[i, len(prompt) : n] = torch.tensor(tail, dtype=torch.long)
-        mask[i, :n] = 1
-    return Rows(
-        input_ids.to(device), mask.to(device), labels.to(device), torch.tensor(subjects, device=device)
-    )
+    rows = [
+        prompt_and_target(tokenizer, text, target) for (text, _), target in zip(texts, targets, strict=True)
+    ]
+    input_ids, mask, labels = pad_rows(tokenizer, rows)
+    subjects = torch.tensor([subject_index(tokenizer, text, end) for text, end in texts], device=device)
+    return Rows(input_ids.to(device), mask.to(device), labels.to(device), subjects)
 
 
 def _output_tensor(out: Any) -> torch.Tensor:
@@ -381,6 +372,50 @@ class EditedWeights:
 
     def max_abs_change(self) -> float:
         return max((m.weight - self.original[k]).abs().max().item() for k, m in self.modules.items())
+
+
+class LocateThenEdit:
+    """What ROME and the MEMIT family share: the edited down-projections (exact `reset`), the
+    value options, and the prefixes and second moments, both taken once from the model as built
+    (at the first edit, before any weight changes), as the reference implementations cache them."""
+
+    name = ""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        tokenizer: Any,
+        layers: Sequence[int],
+        module: str,
+        values: ValueOptions,
+        prefixes: Sequence[Sequence[int]],
+        moments: MomentOptions | None,
+        seed: int,
+    ) -> None:
+        self.model, self.tokenizer = model, tokenizer
+        self.layers = check_layers(layers, model)
+        self.weights = EditedWeights(model, self.layers, module)
+        self.values = values
+        self.prefix_lengths = [tuple(p) for p in prefixes]
+        self.moments = SecondMoments(model, tokenizer, moments) if moments is not None else None
+        self.seed = seed
+        self.prefixes: list[list[str]] | None = None
+        self.moment: dict[int, torch.Tensor] = {}  # layer -> E[kkᵀ]
+
+    def setup(self) -> list[list[str]]:
+        """The prefix groups, sampling them and reading E[kkᵀ] on the first call."""
+        if self.prefixes is None:
+            self.prefixes = model_prefixes(self.model, self.tokenizer, self.prefix_lengths, self.seed)
+        if self.moments is not None and not self.moment:
+            got = self.moments.get([self.weights.names[layer] for layer in self.layers])
+            self.moment = {layer: got[self.weights.names[layer]] for layer in self.layers}
+        return self.prefixes
+
+    def notice(self) -> str:
+        return ""
+
+    def reset(self) -> None:
+        self.weights.reset()
 
 
 def layer_module(model: nn.Module, layer: int, module: str = "") -> nn.Module:

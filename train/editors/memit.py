@@ -32,18 +32,17 @@ from torch import nn
 
 from core.editing import APIUpdate
 from train.editors.locate import (
-    EditedWeights,
+    DEFAULT_PREFIXES,
     EditRequest,
+    LocateThenEdit,
     ValueOptions,
-    check_layers,
     layer_module,
-    model_prefixes,
     optimise_values,
     outputs_at_subject,
     requests_of,
     subject_keys,
 )
-from train.editors.moments import MomentOptions, SecondMoments
+from train.editors.moments import MomentOptions
 
 STUDY_LAYERS = (4, 5, 6, 7, 8)
 
@@ -57,7 +56,7 @@ def memit_update(
     return torch.linalg.solve(system, k.T @ r).T
 
 
-class MEMITEditor:
+class MEMITEditor(LocateThenEdit):
     """MEMIT on `module` of `layers`; see the module docstring for the update."""
 
     name = "memit"
@@ -82,18 +81,12 @@ class MEMITEditor:
         stats_dir: str | None = None,
         seed: int = 0,
     ) -> None:
-        self.model, self.tokenizer = model, tokenizer
-        self.layers = check_layers(STUDY_LAYERS if layers is None else layers, model)
-        self.weights = EditedWeights(model, self.layers, module)
-        self.values = ValueOptions(v_steps, v_lr, v_weight_decay, clamp_norm_factor, kl_factor)
+        values = ValueOptions(v_steps, v_lr, v_weight_decay, clamp_norm_factor, kl_factor)
+        moments = MomentOptions(corpus, stats_samples, stats_chunk_tokens, stats_dir=stats_dir)
+        layers = STUDY_LAYERS if layers is None else layers
+        prefix_lengths = DEFAULT_PREFIXES if prefixes is None else prefixes
+        super().__init__(model, tokenizer, layers, module, values, prefix_lengths, moments, seed)
         self.mom2_update_weight = mom2_update_weight
-        self.prefix_lengths = [(5, 10), (10, 10)] if prefixes is None else [tuple(p) for p in prefixes]
-        self.moments = SecondMoments(
-            model, tokenizer, MomentOptions(corpus, stats_samples, stats_chunk_tokens, stats_dir=stats_dir)
-        )
-        self.seed = seed
-        self._prefixes: list[list[str]] | None = None
-        self.moment: dict[int, torch.Tensor] = {}
         self.edits = 0
 
     # -------------------------------------------------------------- what the variants change
@@ -105,22 +98,13 @@ class MEMITEditor:
         return memit_update(residual, keys, self.moment[layer], self.mom2_update_weight)
 
     # --------------------------------------------------------------------------------- edit
-    def _setup(self) -> None:
-        if self._prefixes is None:
-            self._prefixes = model_prefixes(self.model, self.tokenizer, self.prefix_lengths, self.seed)
-        if not self.moment:
-            names = [self.weights.names[layer] for layer in self.layers]
-            got = self.moments.get(names)
-            self.moment = {layer: got[self.weights.names[layer]] for layer in self.layers}
-
     def edit(self, update: APIUpdate) -> dict[str, float]:
-        self._setup()
-        assert self._prefixes is not None
+        prefixes = self.setup()
         requests = requests_of(update)
         sites = self.target_sites()
         targets = torch.stack(
             [
-                optimise_values(self.model, self.tokenizer, r, sites, self._prefixes, self.values)[0]
+                optimise_values(self.model, self.tokenizer, r, sites, prefixes, self.values)[0]
                 for r in requests
             ]
         )
@@ -129,7 +113,7 @@ class MEMITEditor:
                 len(self.layers) - i
             ) ** self.spread_power
             module = self.weights.modules[layer]
-            keys = subject_keys(self.model, self.tokenizer, requests, {"w": module}, self._prefixes)["w"]
+            keys = subject_keys(self.model, self.tokenizer, requests, {"w": module}, prefixes)["w"]
             self.weights.add(layer, self.layer_update(layer, residual, keys))
             self.after_layer(layer, keys)
         self.edits += 1
@@ -146,11 +130,8 @@ class MEMITEditor:
     def after_layer(self, layer: int, keys: torch.Tensor) -> None:
         """A hook for variants that remember the keys they wrote (AlphaEdit)."""
 
-    def notice(self) -> str:
-        return ""
-
     def reset(self) -> None:
-        self.weights.reset()
+        super().reset()
         self.edits = 0
 
 

@@ -23,16 +23,15 @@ from torch import nn
 from core.editing import APIUpdate
 from train.editors.locate import (
     DEFAULT_PREFIXES,
-    EditedWeights,
+    LocateThenEdit,
     ValueOptions,
     layer_module,
-    model_prefixes,
     optimise_values,
     outputs_at_subject,
     requests_of,
     subject_keys,
 )
-from train.editors.moments import MomentOptions, SecondMoments
+from train.editors.moments import MomentOptions
 
 
 @dataclass(frozen=True)
@@ -57,7 +56,7 @@ def rank_one_update(
     return torch.outer(right, left)
 
 
-class ROMEEditor:
+class ROMEEditor(LocateThenEdit):
     """ROME on `module` (the down-projection) of decoder layer `layer`.
 
     Defaults: the study's layer 5 and EasyEdit's llama-7b settings (25 value steps at lr 0.5,
@@ -87,47 +86,31 @@ class ROMEEditor:
         stats_dir: str | None = None,
         seed: int = 0,
     ) -> None:
-        self.model, self.tokenizer = model, tokenizer
-        self.layer = layer
-        self.weights = EditedWeights(model, [layer], module)
-        self.site = layer_module(model, layer, "mlp")
-        self.values = ValueOptions(v_steps, v_lr, v_weight_decay, clamp_norm_factor, kl_factor)
-        self.prefix_lengths = DEFAULT_PREFIXES if prefixes is None else [tuple(p) for p in prefixes]
-        self.moments = (
-            SecondMoments(
-                model,
-                tokenizer,
-                MomentOptions(corpus, stats_samples, stats_chunk_tokens, stats_dir=stats_dir),
-            )
+        moments = (
+            MomentOptions(corpus, stats_samples, stats_chunk_tokens, stats_dir=stats_dir)
             if mom2_adjustment
             else None
         )
-        self.seed = seed
-        self._prefixes: list[list[str]] | None = None
-        self._moment: torch.Tensor | None = None
+        values = ValueOptions(v_steps, v_lr, v_weight_decay, clamp_norm_factor, kl_factor)
+        prefix_lengths = DEFAULT_PREFIXES if prefixes is None else prefixes
+        super().__init__(model, tokenizer, [layer], module, values, prefix_lengths, moments, seed)
+        self.layer = layer
+        self.site = layer_module(model, layer, "mlp")
         self.history: list[RankOne] = []
 
-    def _setup(self) -> None:
-        """Prefixes and C once per editor, from the model as built (before any edit)."""
-        if self._prefixes is None:
-            self._prefixes = model_prefixes(self.model, self.tokenizer, self.prefix_lengths, self.seed)
-        if self.moments is not None and self._moment is None:
-            name = self.weights.names[self.layer]
-            self._moment = self.moments.get([name])[name]
-
     def edit(self, update: APIUpdate) -> dict[str, float]:
-        self._setup()
-        assert self._prefixes is not None
+        prefixes = self.setup()
+        moment = self.moment.get(self.layer)
         module = self.weights.modules[self.layer]
         for request in requests_of(update):
-            u = subject_keys(self.model, self.tokenizer, [request], {"w": module}, self._prefixes)["w"][0]
+            u = subject_keys(self.model, self.tokenizer, [request], {"w": module}, prefixes)["w"][0]
             k = subject_keys(self.model, self.tokenizer, [request], {"w": module}, [[""]])["w"][0]
             (target,) = optimise_values(
-                self.model, self.tokenizer, request, [self.site], self._prefixes, self.values
+                self.model, self.tokenizer, request, [self.site], prefixes, self.values
             )
             current = outputs_at_subject(self.model, self.tokenizer, [request], module)[0]
             v = self.weights.weight(self.layer).double() @ k.double() + (target - current).double()
-            delta = rank_one_update(self.weights.weight(self.layer), self._moment, u, k, v)
+            delta = rank_one_update(self.weights.weight(self.layer), moment, u, k, v)
             self.weights.add(self.layer, delta)
             self.history.append(RankOne(self.layer, u, k, v, delta))
         return {
@@ -136,9 +119,6 @@ class ROMEEditor:
             "edits": len(self.history),
         }
 
-    def notice(self) -> str:
-        return ""
-
     def reset(self) -> None:
-        self.weights.reset()
+        super().reset()
         self.history.clear()
