@@ -75,6 +75,14 @@ def _study(bench: Path, model: Path, out: Path, *overrides: str) -> dict:
     return json.loads((out / "results.json").read_text())
 
 
+def _tables(*runs: str) -> subprocess.CompletedProcess:
+    """`python -m eval.tables apiupdate RUN...` as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "eval.tables", "apiupdate", *runs],
+        cwd=REPO, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+
+
 def _prompts(out: Path, phase: str) -> list[str]:
     rows = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     return [r["prompt"] for r in rows if r["type"] == "sample" and r["split"].startswith(phase)]
@@ -284,10 +292,7 @@ def test_every_editor_side_by_side_in_table_4(bench, tiny_model, tmp_path, agrac
         out = tmp_path / editor
         _study(bench, tiny_model, out, f"editor={editor}", "regime=single", "max_apis=1", *extra)
         runs.append(str(out))
-    done = subprocess.run(
-        [sys.executable, "-m", "eval.tables", "apiupdate", *runs],
-        cwd=REPO, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
+    done = _tables(*runs)
     assert done.returncode == 0, done.stderr
     table4 = done.stdout.split("## Table 4:")[1].split("## ")[0]
     for editor in options:
@@ -303,10 +308,7 @@ def test_the_papers_tables_regenerate_from_finished_runs(bench, tiny_model, tmp_
             options = ["editor.options.steps=1"] if editor == "lora" else []
             _study(bench, tiny_model, out, f"editor={editor}", f"regime={regime}", *options)
             runs.append(str(out))
-    done = subprocess.run(
-        [sys.executable, "-m", "eval.tables", "apiupdate", *runs],
-        cwd=REPO, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
+    done = _tables(*runs)
     assert done.returncode == 0, done.stderr
     text = done.stdout
     for heading in ("Table 4:", "Table 5:", "Table 6:", "Table 7:", "Table 9:", "Table 12:"):
@@ -315,8 +317,5 @@ def test_the_papers_tables_regenerate_from_finished_runs(bench, tiny_model, tmp_
     assert "tiny Gen. C@2" in text and "Gen. ΔP (avg)" in text
     for folder in runs:  # every column traces to its run
         assert f"| {folder} |" in text
-    missing = subprocess.run(
-        [sys.executable, "-m", "eval.tables", "apiupdate", str(tmp_path / "nowhere")],
-        cwd=REPO, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
+    missing = _tables(str(tmp_path / "nowhere"))
     assert missing.returncode == 2 and "eval.apiupdate_edit" in missing.stderr

@@ -1,9 +1,17 @@
-"""What the model-editor tests share: one torch thread, greedy decoding to EOS, logits, snapshots."""
+"""What the model-editor tests share: a tiny random Llama, one torch thread, greedy decoding to
+EOS, logits, weight snapshots.
+
+The tiny model's initializer range is 0.2 rather than 0.02 so its logits can move far enough
+for a few optimisation steps to make greedy decoding produce a target exactly.
+"""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from transformers import AutoModelForCausalLM, LlamaConfig
+
+LAYERS = 3
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -37,3 +45,22 @@ def snapshot(model) -> dict[str, torch.Tensor]:
 
 def changed(model, before: dict[str, torch.Tensor]) -> set[str]:
     return {name for name, p in model.named_parameters() if not torch.equal(p, before[name])}
+
+
+def tiny_llama(tok, seed: int = 0):
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=256,
+        initializer_range=0.2,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        tie_word_embeddings=False,
+    )
+    return AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()

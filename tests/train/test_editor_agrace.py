@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from editor_checks import greedy, logits, one_thread, snapshot  # noqa: F401 (one_thread: this module's fixture)
-from transformers import AutoModelForCausalLM, LlamaConfig
+from editor_checks import LAYERS, greedy, logits, one_thread, snapshot, tiny_llama  # noqa: F401 (one_thread: this module's fixture)
 
 from core.editing import APIUpdate, EditExample, LearnedEditor, load_editor
 from core.errors import ConfigError
@@ -32,7 +31,6 @@ from train.modeling import train_tiny_tokenizer
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "apiupdate" / "editor" / "a-grace.yaml"
 FMT = FORMATS["editcoder"]
-LAYERS = 3
 APIS = [  # api id, code with {v} and {n}, instruction, target
     ("math.sqrt/R1", "import math\n{v} = math.sqrt({n})\n", "Use the integer square root", "pass\n"),
     ("os.path.join/R1", "import os\n{v} = os.path.join('{n}', 'b')\n", "Use pathlib", "x = 2\n"),
@@ -63,25 +61,6 @@ def tok():
     tokenizer = train_tiny_tokenizer(texts, vocab_size=300)
     tokenizer.padding_side = "left"  # as evaluation generates
     return tokenizer
-
-
-def tiny_llama(tok):
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=128,
-        intermediate_size=256,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=256,
-        initializer_range=0.2,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-        tie_word_embeddings=False,
-    )
-    return AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
 
 
 @pytest.fixture(scope="module")

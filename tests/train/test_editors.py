@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from editor_checks import changed, greedy, logits, one_thread, snapshot  # noqa: F401 (one_thread: this module's fixture)
-from transformers import AutoModelForCausalLM, LlamaConfig
+from editor_checks import LAYERS, changed, greedy, logits, one_thread, snapshot, tiny_llama  # noqa: F401 (one_thread: this module's fixture)
 
 from core.editing import APIUpdate, EditExample, load_editor
 from core.errors import ConfigError
@@ -25,7 +24,6 @@ from train.modeling import train_tiny_tokenizer
 
 EDITOR_CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "apiupdate" / "editor"
 FMT = FORMATS["editcoder"]
-LAYERS = 3
 CODE = [
     ("import math\nx = math.sqrt(4)\n", "Use the new integer square root", "x = math.isqrt(4)\n"),
     ("def total(values):\n    return sum(values)\n", "Return nothing", "pass\n"),
@@ -47,25 +45,6 @@ def tok():
     tokenizer = train_tiny_tokenizer(texts, vocab_size=300)
     tokenizer.padding_side = "left"  # as evaluation generates
     return tokenizer
-
-
-def tiny_llama(tok, seed: int = 0):
-    torch.manual_seed(seed)
-    config = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=128,
-        intermediate_size=256,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=256,
-        initializer_range=0.2,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-        tie_word_embeddings=False,
-    )
-    return AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
 
 
 @pytest.fixture
