@@ -10,7 +10,9 @@ benchmark run as its authors ran it (HumanEvalFix, bigcode's harness):
 - `prelude`: code run before the program but never shown (bigcode's import helper).
 
 What only one benchmark kind needs travels in `payload`, a frozen dataclass that kind's loader
-defines (`HumanEvalFixPayload`, `ApiUpdatePayload`, ...): typed fields, never string keys.
+defines (`HumanEvalFixPayload`, `ApiUpdatePayload`, ...): typed fields, never string keys. A
+payload that is an `Assembler` builds the program around the completion itself (HumanEvalFix Go
+and Rust: the imports and declarations bigcode's harness adds where the completion lacks them).
 `not_runnable` says why a problem cannot run on this machine (empty: it can).
 
 A file with a missing or mistyped field fails with a message that names the problem and the field.
@@ -21,7 +23,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from core.errors import UserError
 
@@ -38,6 +40,13 @@ CANITEDIT_FIELDS = {
 
 class BenchmarkError(UserError, ValueError):
     """A benchmark file or record is unusable; the message names the problem and field."""
+
+
+@runtime_checkable
+class Assembler(Protocol):
+    """A payload whose benchmark builds the program around the completion (see the module docstring)."""
+
+    def assemble(self, code: str, tests: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,8 @@ class Problem:
                     break
         if self.prelude and code.strip():
             code = f"{self.prelude}\n{code}"
+        if isinstance(self.payload, Assembler) and code.strip():
+            code = self.payload.assemble(code, self.tests)
         return code
 
 

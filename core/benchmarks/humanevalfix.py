@@ -8,12 +8,18 @@ asks "Fix bugs in {entry_point}."; the variant decides the context:
 - `fixdocs` (`humanevalfixdocs-<lang>`): the prompt with its docstring + buggy solution;
 - `fix`: declaration + buggy solution only (no ground truth shown; the earlier mapping).
 
+For Rust the declaration is preceded by `fn main(){}` (bigcode's `get_prompt_base`; its prompt
+already holds it), so the file also builds as a binary.
+
 Mapped into the CanItEdit contract: before = what the model must edit (declaration or
 docstring prompt + buggy solution), after = the same + canonical solution, `shown_tests` =
 the tests under `fixtests`, instruction = "Fix bugs in {entry_point}.", tests = the
 language's test code as is (it already calls `check(...)` or its own test function, so it
 runs once), `prelude` = bigcode's `IMPORT_HELPER` for Python and C++, put before the program
-at execution. For Python, `import_helper="strict"` (the default) drops the helper's two numpy
+at execution. Go and Rust programs are assembled as bigcode's `process_results` assembles them
+(`GoPayload.assemble`, `RustPayload.assemble`): Go's test setup (`package main`, `testing`,
+testify's `assert`) without the imports the completion already has, plus the helper packages it
+uses but does not import; Rust's `fn main(){}` and declaration lines the completion lacks. For Python, `import_helper="strict"` (the default) drops the helper's two numpy
 lines: numpy gives a program raw memory access, so a problem that imports it runs in the
 sandbox's declared unverified mode, and no problem's solution or tests use it (0 of 164);
 `import_helper="bigcode"` keeps all sixteen lines (every problem then passes as
@@ -24,6 +30,7 @@ default the copy shipped in `core/data/humanevalpack/` (MIT, see its LICENSE), o
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -62,6 +69,95 @@ class HumanEvalFixOptions(BenchmarkOptions):
 class HumanEvalFixPayload:
     entry_point: str
     variant: str
+
+
+# bigcode's IMPORT_HELPER["go"]: standard packages a Go program gets imported when it uses them.
+GO_HELPER_PACKAGES = ("math", "strings", "fmt", "strconv", "time", "bytes", "regexp", "sort", "math/rand", "crypto/md5")  # fmt: skip
+RUST_MAIN = "fn main(){}\n"
+
+
+@dataclass(frozen=True)
+class GoPayload(HumanEvalFixPayload):
+    """A Go problem's payload: its test setup, which the program is assembled with."""
+
+    setup: str = ""
+
+    def assemble(self, code: str, tests: str) -> str:
+        """bigcode's `process_results` for Go (per sample; bigcode's loop also drops, from later samples
+        of the same problem, the setup imports an earlier one had): the setup without the imports `code`
+        already has, an import of each helper package that the file uses outside comments and does not
+        import, then `code`. bigcode imports such a package by its last path element (`"rand"`, which
+        does not compile); we import its path (`"math/rand"`)."""
+        setup = self.setup + "\n"
+        for line in setup.split("\n"):
+            name = line.replace("import", "").replace("(", "").replace(")", "").strip()
+            if name.startswith('"') and name in code:
+                setup = setup.replace(name, "")
+        whole = setup + code + "\n\n" + tests
+        used = [p for p in GO_HELPER_PACKAGES if f'"{p}"' not in whole and _go_mentions(whole, p)]
+        imports = "import (\n" + "\n".join(f'    "{p}"' for p in used) + "\n)\n" if used else ""
+        if "package main" in setup:
+            code = code.replace("package main", "")
+        return setup + imports + code
+
+
+def _go_mentions(code: str, package: str) -> bool:
+    """bigcode's test of whether Go code uses a package: `name.` on a line that is not a comment."""
+    name = package.split("/")[-1] + "."
+    return any(name in line for line in code.split("\n") if not line.strip().startswith("//"))
+
+
+# Go/95's solution stops at a second key that agrees with the first (`else { break }`), which is
+# right in Python's insertion-ordered dicts only: Go iterates a map in random order, and the
+# solution as given passes under half of its runs. The reference checks every key.
+GO_SOLUTION_FIXES = {
+    "Go/95": (
+        "        } else {\n            break\n        }\n    }\n    return state",
+        "        }\n    }\n    return state",
+    ),
+}
+
+
+def go_reference(record: dict[str, Any], after: str, variant: str) -> str:
+    """Go's reference made a program that passes, where HumanEvalPack's data breaks bigcode's own
+    construction: the declaration lacks the helper function the prompt defines and the solution calls
+    (Go/10, 32, 38, 50; appended under fix and fixtests), a prompt imports a package its solution
+    never uses (Go/27 under fixdocs; Go refuses unused imports, so the import is dropped), and one
+    solution depends on the map's iteration order (`GO_SOLUTION_FIXES`)."""
+    old, new = GO_SOLUTION_FIXES.get(record["task_id"], ("", ""))
+    if old:
+        after = after.replace(old, new, 1)
+    rest = record["prompt"].removeprefix(record["import"]).rstrip("\n").split("\n")
+    if variant != "fixdocs" and rest[-1].strip() == record["declaration"].strip():
+        rest.pop()  # the entry point's signature, then its comment
+        while rest and rest[-1].strip().startswith("//"):
+            rest.pop()
+        helpers = "\n".join(rest).strip("\n")
+        after = f"{after.rstrip()}\n\n{helpers}\n" if helpers.strip() else after
+    block = re.search(r"^import \((.*?)\n\)", after, re.M | re.S)
+    for line in block.group(1).split("\n") if block else []:
+        package = line.strip().strip('"')
+        if package and not _go_mentions(after, package):
+            after = after.replace(line + "\n", "", 1)
+    return after
+
+
+@dataclass(frozen=True)
+class RustPayload(HumanEvalFixPayload):
+    """A Rust problem's payload: its declaration, whose lines the program is completed with."""
+
+    declaration: str = ""
+
+    def assemble(self, code: str, tests: str) -> str:
+        """bigcode's `process_results` for Rust: `fn main(){}` unless `code` has a main, each line of the
+        declaration that `code` lacks (a signature only when no function of that name is there), then
+        `code` up to a second `fn main()`."""
+        head = "" if "fn main()" in code else RUST_MAIN
+        for line in self.declaration.split("\n"):
+            line = line.strip()
+            if line not in code and not (line.startswith("fn") and line.split("(")[0] in code):
+                head += line + "\n"
+        return head + "fn main()".join(code.split("fn main()")[:2])
 
 
 # bigcode_eval/tasks/humanevalpack.py IMPORT_HELPER (from CodeGeeX), joined by newlines and
@@ -140,16 +236,28 @@ def problem_from_humanevalpack(
         if not isinstance(record.get(key), str):
             raise BenchmarkError(f"{where}: problem {record.get('task_id', '?')!r} lacks text field {key!r}")
     head = record["prompt"] if variant == "fixdocs" else record["declaration"]
+    if language == "rust" and variant != "fixdocs":
+        head = RUST_MAIN + head
+    payload = HumanEvalFixPayload(record["entry_point"], variant)
+    after = _join(head, record["canonical_solution"])
+    if language == "go":
+        for key in ("test_setup", "import"):
+            if not isinstance(record.get(key), str):
+                raise BenchmarkError(f"{where}: problem {record['task_id']!r} lacks text field {key!r}")
+        payload = GoPayload(record["entry_point"], variant, record["test_setup"])
+        after = go_reference(record, after, variant)
+    elif language == "rust":
+        payload = RustPayload(record["entry_point"], variant, record["declaration"])
     return Problem(
         id=record["task_id"],
         name=record["task_id"].replace("/", "_"),
         before=_join(head, record["buggy_solution"]),
-        after=_join(head, record["canonical_solution"]),
+        after=after,
         tests=record["test"],
         instructions={language: f"Fix bugs in {record['entry_point']}."},
         language=language,
         taxonomy={"bug_type": record.get("bug_type"), "failure_symptoms": record.get("failure_symptoms")},
-        payload=HumanEvalFixPayload(record["entry_point"], variant),
+        payload=payload,
         shown_tests=record["test"] if variant == "fixtests" else "",
         prelude=import_helper(language, helper),
     )
