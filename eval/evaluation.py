@@ -29,6 +29,7 @@ from eval.generate import build_requests, generate_samples
 from eval.generation import SamplingConfig
 from eval.models import load_generator, resolve_format
 from eval.samples import SampleStore, check_identity, run_missing
+from eval.toolchains import sandbox_paths
 
 log = logging.getLogger("eval.run")
 
@@ -96,7 +97,12 @@ class EvalRun:
         if python not in self._sandboxes:
             s = self.cfg.sandbox
             self._sandboxes[python] = make_sandbox(
-                s.backend, limits=s.limits, workers=s.workers, python=python, strict=s.strict
+                s.backend,
+                limits=s.limits,
+                workers=s.workers,
+                python=python,
+                strict=s.strict,
+                read_only=sandbox_paths(),
             )
         return self._sandboxes[python]
 

@@ -2,9 +2,9 @@
 
 Python runs in the sandbox's interpreter harness (a pass is its sentinel). The other
 HumanEvalPack languages are compiled or interpreted by their toolchains as plain commands
-in the same sandbox (a pass is exit code 0). Go and Rust are not supported: their
-HumanEvalPack tests import third-party modules (testify; rand, regex, md5) that an offline
-sandbox cannot fetch.
+in the same sandbox (a pass is exit code 0), one command per program: compile, then run the
+tests. Go and Rust use what `eval.toolchains` prepares once (Go's compiled testify, Rust's
+compiled crates), which the sandbox must be shown (`eval.toolchains.sandbox_paths`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.errors import ConfigError
+from eval.toolchains import go, rust
 
 # HumanEvalPack's JavaScript tests use console.assert, which only prints on failure; and one
 # solution (JavaScript/162) requires the npm package js-md5, served here by node's own crypto.
@@ -54,21 +55,38 @@ def command_job(language: str, program: str, tests: str) -> CommandJob:
             {"Main.java": source},
             memory_mb=8192,
         )
-    raise ValueError(f"language {language!r} is not supported (python, js, cpp, java)")
+    if language == "go":  # bigcode's file name: `go test` only runs tests of *_test.go files
+        return CommandJob(["sh", "-c", go.toolchain().script("test main_test.go")], {"main_test.go": source})
+    if language == "rust":
+        return CommandJob(
+            ["sh", "-c", rust.toolchain().compile("main.rs", "main") + " && ./main"], {"main.rs": source}
+        )
+    raise ValueError(f"language {language!r} is not supported (python, js, cpp, java, go, rust)")
 
 
-TOOLCHAINS = {"python": None, "js": "node", "cpp": "g++", "java": "javac"}
+TOOLS = {"js": "node", "cpp": "g++", "java": "javac"}
+
+
+def unavailable(language: str) -> str | None:
+    """Why ``language``'s programs cannot run on this machine, or None when they can."""
+    if language == "go":
+        return go.problem()
+    if language == "rust":
+        return rust.problem()
+    tool = TOOLS.get(language)
+    return f"no {tool} on PATH" if tool is not None and shutil.which(tool) is None else None
 
 
 def available_languages() -> list[str]:
-    return [lang for lang, tool in TOOLCHAINS.items() if tool is None or shutil.which(tool)]
+    return [lang for lang in ("python", *TOOLS, "go", "rust") if unavailable(lang) is None]
 
 
 def check_languages(languages: Sequence[str], key: str = "benchmark") -> None:
     """Every language needs its toolchain on this machine."""
     unsupported = sorted(set(languages) - set(available_languages()))
     if unsupported:
+        reasons = "; ".join(f"{lang}: {unavailable(lang) or 'not supported'}" for lang in unsupported)
         raise ConfigError(
-            f"{key}.languages {unsupported} cannot run here (no toolchain); "
+            f"{key}.languages {unsupported} cannot run here ({reasons}); "
             f"use {key}.languages=[{','.join(available_languages())}]"
         )

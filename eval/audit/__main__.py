@@ -85,6 +85,7 @@ def run(cfg: AuditConfig, resolved: dict[str, Any]) -> None:
     from core.sandbox import make_sandbox
     from eval.audit.audit import AuditOptions, run_audit
     from eval.audit.report import plot, render
+    from eval.toolchains import sandbox_paths
 
     problems = get_kind(cfg.benchmark.name).load(cfg.benchmark)
     problems = problems[: cfg.benchmark.limit] if cfg.benchmark.limit else problems
@@ -99,7 +100,10 @@ def run(cfg: AuditConfig, resolved: dict[str, Any]) -> None:
         classifier=cfg.classifier,
     )
     s = cfg.sandbox
-    with make_sandbox(s.backend, limits=s.limits, workers=s.workers, strict=s.strict) as sandbox:
+    paths = sandbox_paths()  # Go's and Rust's prepared files, a toolchain outside the system folders
+    with make_sandbox(
+        s.backend, limits=s.limits, workers=s.workers, strict=s.strict, read_only=paths
+    ) as sandbox:
         audit = run_audit(
             cfg.benchmark.name, problems, sandbox, s.limits, options, lambda step: log.info("audit: %s", step)
         )

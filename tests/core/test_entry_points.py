@@ -81,7 +81,7 @@ def test_a_missing_relative_data_path_fails_in_seconds_naming_it(tmp_path):
         ),  # recipe default not built
         (EVAL, ["model=reference", "benchmark.path=none.jsonl"], "none.jsonl"),  # missing benchmark file
         (EVAL, ["model=reference", "gen.n=0"], "gen.n"),
-        (EVAL, ["model=reference", "benchmark=humanevalfix", "benchmark.languages=[go]"], "go"),
+        (EVAL, ["model=reference", "benchmark=humanevalfix", "benchmark.languages=[kotlin]"], "kotlin"),
         (BUILD, ["source=files", "source.paths=[nope.jsonl]"], "nope.jsonl"),
         (BUILD, ["pipeline.decontaminate.benchmarks=[{name: canitedit, path: gone.jsonl}]"], "gone.jsonl"),
         (BUILD, ["pipeline.dedup.minhash.threshold=1.5"], "threshold"),
