@@ -27,6 +27,11 @@ or a helper called many times counts once, and a check that never runs still cou
   single `if (correct.contains(false)) throw new AssertionError()`: each element of such a list counts
   as one assertion (and its guard as none), so Java's counts match JavaScript's for 156 of the 164
   HumanEvalPack problems instead of being 1 for 161 of them.
+- Go: test functions are `func Test*(t *testing.T)`; assertions are testify's `assert.X(`/`require.X(`
+  calls (not `assert.New(`, which HumanEvalPack's tests use to bind `assert` to `t`) and
+  `t.Error*`/`t.Fatal*`/`t.Fail*` calls.
+- Rust: test functions are `#[test]` items; assertions are the `assert!`, `assert_eq!`, `assert_ne!`
+  macros (and their `debug_` forms).
 
 Comments and string contents are blanked before the regexes run, so commented-out checks do not count.
 """
@@ -54,11 +59,15 @@ _FUNCTIONS = {
     ),
     "cpp": re.compile(r"\bint\s+main\s*\(|\bTEST(?:_F|_P)?\s*\("),
     "java": re.compile(r"\bpublic\s+static\s+void\s+main\s*\(|@Test\b"),
+    "go": re.compile(r"\bfunc\s+Test\w*\s*\(\s*\w+\s+\*testing\.T\s*\)"),
+    "rust": re.compile(r"#\[test\]"),
 }
 _ASSERTIONS = {
     "js": re.compile(r"(?<![\w$])(?:console\.)?assert(?:\.\w+)?\s*\(|(?<![\w.$])expect\s*\("),
     "cpp": re.compile(r"(?<![\w.])(?:static_assert|assert|ASSERT_\w+|EXPECT_\w+)\s*\("),
     "java": re.compile(r"\bthrow\s+new\s+AssertionError\b|\bassert(?:[A-Z]\w*)?\s*\(|\bassert\s+(?![\s(])"),
+    "go": re.compile(r"\b(?:assert|require)\.(?!New\b)[A-Z]\w*\s*\(|\bt\.(?:Error|Fatal|Fail)\w*\s*\("),
+    "rust": re.compile(r"(?<![\w:])(?:debug_)?assert(?:_eq|_ne)?!\s*[(\[{]"),
 }
 _JAVA_CHECK_LIST = re.compile(r"\bList\s*<\s*Boolean\s*>\s+(\w+)\s*=\s*Arrays\.asList\s*\(")
 _PY_FUNCTIONS = re.compile(r"^\s*(?:async\s+)?def\s+(?:test\w*|check)\s*\(", re.MULTILINE)
@@ -69,7 +78,7 @@ _PY_ASSERTIONS = re.compile(
 
 
 def strip_c_comments(code: str) -> str:
-    """`code` without comments and with every string literal emptied (JS, C++, Java)."""
+    """`code` without comments and with every string literal emptied (JS, C++, Java, Go, Rust)."""
     return _C_TOKENS.sub(lambda m: "" if m.group()[0] == "/" else m.group()[0] * 2, code)
 
 
@@ -155,7 +164,7 @@ def _java_list_checks(code: str) -> int:
 
 
 def counts(tests: str, language: str) -> tuple[int, int]:
-    """(test functions, assertions) of `tests` written in `language` (python | js | cpp | java)."""
+    """(test functions, assertions) of `tests` written in `language` (python | js | cpp | java | go | rust)."""
     if language == "python":
         return python_counts(tests)
     if language not in _ASSERTIONS:

@@ -13,6 +13,13 @@ executable line).
 - **JavaScript**: c8 (V8's coverage; `npm install -g c8`), its line counts as it reports them.
 - **Java**: JaCoCo's agent from Debian's `libjacoco-java`, read back by `tools/CoverageDump.java`
   (Debian ships no JaCoCo command line).
+- **Go**: `go test -coverprofile` (statement blocks, as `go tool cover` shows them). Go instruments
+  only a package's non-test files, so the program and its tests go to `main.go` and a `main_test.go`
+  calls the test functions; a line of a block with statements is executable (blank, comment and
+  lone-brace lines aside), and covered when a block that ran holds it.
+- **Rust**: `-C instrument-coverage`, its profile read by the `llvm-profdata` and `llvm-cov` of
+  rustc's own LLVM version (rustup's llvm-tools or Debian's llvm-<version>); the lines `llvm-cov`
+  reports with a count, except bigcode's `fn main(){}`, which no test calls.
 A tool that is not installed is reported as unavailable with the install hint, never guessed.
 """
 
@@ -21,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,11 +36,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from core.benchmarks.humanevalfix import RUST_MAIN
 from core.problems import Problem
 from core.sandbox import Sandbox, SandboxLimits
 from eval.excess_code import CoverageError, coverage_reports
 from eval.execute import declared_unverified
 from eval.languages import JS_PRELUDE, command_job
+from eval.toolchains import go, rust
 
 THRESHOLD = 75.0  # the published audit's cut: suites below it are listed
 JAVA_LIB = "/usr/share/java"
@@ -82,14 +92,23 @@ def unavailable(language: str) -> str | None:
         return "c8 is not installed (npm install -g c8)"
     if language == "java" and not all(Path(p).is_file() for p in JACOCO):
         return "JaCoCo is not installed (apt-get install libjacoco-java)"
+    if language == "go":
+        return go.problem()
+    if language == "rust":
+        tools = rust.problem() or rust.coverage_tools()
+        return tools if isinstance(tools, str) else None
     if language not in ("python", "cpp", "js", "java"):
         return f"no coverage tool for {language}"
     return None
 
 
 def prelude_lines(problem: Problem) -> int:
-    """Lines the program puts before `after` (the prelude and its separating newline)."""
-    return problem.prelude.count("\n") + 1 if problem.prelude and problem.after.strip() else 0
+    """Lines the program puts before `after` (a prelude and its separating newline, or what a
+    benchmark assembles around it: Go's test setup)."""
+    program = problem.program(problem.after)
+    if not problem.after.strip() or not program.endswith(problem.after):
+        return 0
+    return program[: len(program) - len(problem.after)].count("\n")
 
 
 def _python(problems: Sequence[Problem], sandbox: Sandbox, limits: SandboxLimits) -> list[LineCoverage | str]:
@@ -187,6 +206,66 @@ def _java(problem: Problem, sandbox: Sandbox, limits: SandboxLimits) -> LineCove
     return _shifted(problem, executable, covered, 0)
 
 
+GO_BLOCK = re.compile(r"^(.+):(\d+)\.\d+,(\d+)\.\d+ (\d+) (\d+)$")
+GO_TEST = re.compile(r"\bfunc\s+(Test\w*)\s*\(\s*\w+\s+\*testing\.T\s*\)")
+
+
+def parse_go_profile(profile: str, source: str) -> tuple[set[int], set[int]]:
+    """(executable, covered) lines of main.go from a `go test -coverprofile` profile."""
+    lines = source_lines(source)
+    executable, covered = set(), set()
+    for row in profile.splitlines():
+        match = GO_BLOCK.match(row.strip())
+        if not match or not match.group(1).endswith("main.go") or match.group(4) == "0":
+            continue
+        span = range(int(match.group(2)), int(match.group(3)) + 1)
+        code = {n for n in span if n <= len(lines) and lines[n - 1].strip() not in ("", "}", ")")}
+        code = {n for n in code if not lines[n - 1].strip().startswith("//")}
+        executable |= code
+        if match.group(5) != "0":
+            covered |= code
+    return executable, covered
+
+
+def _go(problem: Problem, sandbox: Sandbox, limits: SandboxLimits) -> LineCoverage | str:
+    source = command_job("go", problem.program(problem.after), problem.tests).files["main_test.go"]
+    calls = "".join(f"    {name}(t)\n" for name in GO_TEST.findall(problem.tests))
+    runner = f'package main\n\nimport "testing"\n\nfunc TestEditforgeCoverage(t *testing.T) {{\n{calls}}}\n'
+    script = go.toolchain().script("test -covermode=set -coverprofile=cover.out main.go main_test.go >&2")
+    files = {"main.go": source, "main_test.go": runner}
+    result = sandbox.run_command(["sh", "-c", script + " && cat cover.out"], files, limits=limits)
+    if not result.passed:
+        return f"coverage failed: the reference did not pass under go test -cover ({result.status})"
+    return _shifted(problem, *parse_go_profile(result.stdout, source), 0)
+
+
+def _rust(problem: Problem, sandbox: Sandbox, limits: SandboxLimits) -> LineCoverage | str:
+    profdata, cov = rust.coverage_tools()  # unavailable() vouched for them
+    job = command_job("rust", problem.program(problem.after), problem.tests)
+    script = (
+        rust.toolchain().compile("main.rs", "main", "-C", "instrument-coverage")
+        + " && LLVM_PROFILE_FILE=main.profraw ./main >&2"
+        + f" && {shlex.quote(profdata)} merge -sparse main.profraw -o main.profdata"
+        + f" && {shlex.quote(cov)} export -format=lcov -instr-profile=main.profdata main"
+    )
+    result = sandbox.run_command(["sh", "-c", script], job.files, limits=limits)
+    if not result.passed:
+        return f"coverage failed: the reference did not pass under -C instrument-coverage ({result.status})"
+    executable, covered, ours = set(), set(), False
+    for row in result.stdout.splitlines():
+        if row.startswith("SF:"):
+            ours = row.endswith("main.rs")
+        elif ours and row.startswith("DA:"):
+            number, count = (int(x) for x in row[3:].split(",")[:2])
+            executable.add(number)
+            if count > 0:
+                covered.add(number)
+    after = source_lines(problem.after)
+    main = {n for n, line in enumerate(after, 1) if line.strip() == RUST_MAIN.strip()}
+    measured = _shifted(problem, executable, covered, 0)
+    return LineCoverage(measured.executable - main, measured.covered - main)
+
+
 def _shifted(problem: Problem, executable: set[int], covered: set[int], extra: int) -> LineCoverage:
     """Lines of the file -> lines of `after` (dropping the prelude's and the tests' lines)."""
     shift, n = prelude_lines(problem) + extra, len(source_lines(problem.after))
@@ -211,7 +290,7 @@ def measure(
             found[problem.id] = why
         else:
             commands.append(problem)
-    measurers = {"cpp": _cpp, "js": _js, "java": _java}
+    measurers = {"cpp": _cpp, "js": _js, "java": _java, "go": _go, "rust": _rust}
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as threads:  # one per sandbox worker
         results = threads.map(lambda p: measurers[p.language](p, sandbox, limits), commands)
         found.update({p.id: r for p, r in zip(commands, results, strict=True)})

@@ -1,5 +1,6 @@
 """`python -m eval.audit`: hand-made problems where each check must fire, the shipped fixtures with
-Table 1, HumanEvalFix in every language, unsolved problems from model results, and the CLI."""
+Table 1, HumanEvalFix in every language (Go and Rust where their toolchains are), unsolved problems
+from model results, and the CLI."""
 
 from __future__ import annotations
 
@@ -15,16 +16,18 @@ from test_eval_run import run_eval
 
 from core.benchmarks import load_benchmark
 from core.sandbox import SandboxLimits, make_sandbox
+from eval import languages
 from eval.audit.audit import AuditOptions, run_audit
 from eval.audit.linecoverage import unavailable
 from eval.audit.report import render
+from eval.toolchains import sandbox_paths
 
 CASES = REPO / "tests" / "fixtures" / "audit_cases.jsonl"
 
 
 @pytest.fixture(scope="module")
 def sandbox():
-    with make_sandbox(workers=2) as sb:
+    with make_sandbox(workers=2, read_only=sandbox_paths()) as sb:
         yield sb
 
 
@@ -97,8 +100,10 @@ def test_the_shipped_fixtures_with_table1(sandbox):
     assert "Levenshtein" in render(audit, [])
 
 
-@pytest.mark.parametrize("language", ["python", "js", "cpp", "java"])
+@pytest.mark.parametrize("language", ["python", "js", "cpp", "java", "go", "rust"])
 def test_humanevalfix_every_language(sandbox, language):
+    if language in ("go", "rust") and (why := languages.unavailable(language)) is not None:
+        pytest.skip(f"HumanEvalFix {language} cannot run here: {why}")
     problems = load_benchmark("humanevalfix", languages=[language]).problems[:3]
     options = AuditOptions(repeats=1, mutants_per_region=3, scope=language == "python")
     audit = run_audit("humanevalfix", problems, sandbox, SandboxLimits(timeout_s=60), options)

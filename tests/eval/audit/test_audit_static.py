@@ -45,7 +45,9 @@ def fixtures() -> list[Problem]:
 
 @pytest.fixture(scope="module")
 def humanevalfix() -> dict[str, Problem]:
-    problems = load_benchmark("humanevalfix", languages=["python", "js", "cpp", "java"]).problems
+    problems = load_benchmark(
+        "humanevalfix", languages=["python", "js", "cpp", "java", "go", "rust"]
+    ).problems
     return {p.id: p for p in problems}
 
 
@@ -155,6 +157,52 @@ public class Main {
 """
 
 
+GO_TESTS = """func TestF(t *testing.T) {
+    assert := assert.New(t)
+    assert.Equal(1, F(1))
+    // assert.Equal(2, F(2))
+    require.True(t, F(3) > 0, "assert.Equal(")
+    for i := 0; i < 3; i++ {
+        assert.NotEqual(0, F(i))
+    }
+    if F(4) != 4 {
+        t.Errorf("F(4) = %d", F(4))
+    }
+}
+
+func TestG(t *testing.T) {
+    t.Fatal("unreachable")
+}
+
+func helper(t *testing.T) {}
+"""
+
+RUST_TESTS = """#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_f() {
+        assert_eq!(f(1), 1);
+        assert!(f(2) == 2, "assert!(f(3))");
+        // assert_ne!(f(0), 9);
+        for i in 0..3 {
+            assert_ne!(f(i), 99);
+        }
+        debug_assert!(f(4) > 0);
+    }
+
+    #[test]
+    #[should_panic]
+    fn test_g() {
+        f(-1);
+    }
+
+    fn helper() {}
+}
+"""
+
+
 @pytest.mark.parametrize(
     "language, tests, functions, assertions",
     [
@@ -173,6 +221,11 @@ public class Main {
         ("js", JS_TESTS, 3, 5),  # testFoo, testBar, test("..."); 2 console.assert, assert.x, assert, expect
         ("cpp", CPP_TESTS, 2, 5),  # main, TEST; 2 assert, static_assert, EXPECT_EQ, ASSERT_TRUE
         ("java", JAVA_TESTS, 2, 6),  # main, @Test; 3 list checks, loop throw, assert, assertEquals
+        # TestF, TestG (helper takes *testing.T but is no Test); Equal, True, NotEqual, Errorf, Fatal
+        # (assert.New binds, the comment and the string do not count)
+        ("go", GO_TESTS, 2, 5),
+        # two #[test]; assert_eq, assert, assert_ne (once, in its loop), debug_assert
+        ("rust", RUST_TESTS, 2, 4),
     ],
 )
 def test_density_counts_hand_written_tests(language, tests, functions, assertions):
@@ -189,14 +242,14 @@ def test_single_test_means_at_most_one_assertion(tests, single):
 
 
 def test_density_rejects_an_unknown_language():
-    with pytest.raises(ValueError, match="rust"):
-        counts("fn main() {}", "rust")
+    with pytest.raises(ValueError, match="kotlin"):
+        counts("fun main() {}", "kotlin")
 
 
 # HumanEvalPack tasks 0 (7 checks), 32 (one check in a loop) and 53 (5 checks + one in a loop),
 # counted by hand from core/data/humanevalpack/*.jsonl; Java/0 and Java/53 hold their checks in an
 # Arrays.asList guarded by one throw.
-@pytest.mark.parametrize("prefix", ["Python", "JavaScript", "CPP", "Java"])
+@pytest.mark.parametrize("prefix", ["Python", "JavaScript", "CPP", "Java", "Go", "Rust"])
 def test_density_on_real_humanevalpack_problems(humanevalfix, prefix):
     for task, assertions in ((0, 7), (32, 1), (53, 6)):
         d = density(humanevalfix[f"{prefix}/{task}"])
