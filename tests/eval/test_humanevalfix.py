@@ -1,18 +1,26 @@
 """HumanEvalFix as bigcode-evaluation-harness runs it: the prompt of each variant, the import
-helper, tests that run once, and reference/identity over all 164 Python and JS problems."""
+helper, Go's and Rust's program assembly, tests that run once, and reference/identity over all
+164 Python, JS, Go and Rust problems."""
 
 from __future__ import annotations
 
 import json
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from test_eval_run import HUMANEVALPACK, run_eval
 
 from core.benchmarks import load_benchmark
+from core.benchmarks.humanevalfix import GoPayload, RustPayload
 from core.formats import FORMATS
+from core.problems import Problem
+from core.sandbox import SandboxLimits, make_sandbox
+from eval.execute import program_verdicts
 from eval.generate import build_requests
+from eval.languages import unavailable
+from eval.toolchains import sandbox_paths
 
 pytestmark = pytest.mark.skipif(not HUMANEVALPACK.is_dir(), reason="needs core/data/humanevalpack")
 VARIANTS = ("fix", "fixtests", "fixdocs")
@@ -28,6 +36,8 @@ def bigcode_context_and_instruction(doc: dict, variant: str) -> tuple[str, str]:
     instruction (fixtests: with_docs=False, fixdocs: with_docs=True). `fix` is not a bigcode task:
     the buggy function alone, as fixtests without the tests."""
     prompt_base = doc["prompt"] if variant == "fixdocs" else doc["declaration"]
+    if doc["task_id"].startswith("Rust/") and variant != "fixdocs":  # get_prompt_base's Rust case
+        prompt_base = "fn main(){}\n" + prompt_base
     instruction = f"Fix bugs in {doc['entry_point']}."
     context = prompt_base + doc["buggy_solution"]
     if variant == "fixtests":  # "Add tests as source of ground truth"
@@ -95,8 +105,81 @@ def test_the_prompt_of_each_variant_is_bigcodes(variant):
     assert request.prompt == fmt.prompt(context, instruction)
 
 
+# bigcode's standard task (fixtests) for Go/23 and Rust/23 (strlen), written out in full: Go shows
+# no import nor test setup, Rust starts with the `fn main(){}` of get_prompt_base.
+PINNED_FIXTESTS = {
+    "Go/23": (
+        "## Code Before:\n"
+        "\n"
+        "func Strlen(str string) int {\n"
+        "    return len(str) - 1\n"
+        "}\n"
+        "\n"
+        "\n"
+        "func TestStrlen(t *testing.T) {\n"
+        "    assert := assert.New(t)\n"
+        '    assert.Equal(0, Strlen(""))\n'
+        '    assert.Equal(1, Strlen("x"))\n'
+        '    assert.Equal(9, Strlen("asdasnakj"))\n'
+        "}\n"
+        "\n"
+        "## Instruction:\n"
+        "Fix bugs in Strlen.\n"
+        "## Code After:\n"
+    ),
+    "Rust/23": (
+        "## Code Before:\n"
+        "fn main(){}\n"
+        "\n"
+        "use std::{slice::Iter, cmp::{max, self}, mem::replace, collections::{HashSet, HashMap}, ops::Index, "
+        "ascii::AsciiExt};\n"
+        "use rand::Rng;\n"
+        "use regex::Regex;\n"
+        "use md5;\n"
+        "use std::any::{Any, TypeId};\n"
+        "\n"
+        "fn strlen(strings:String) -> i32{\n"
+        "\n"
+        "\n"
+        "    return strings.len() as i32 - 1;\n"
+        "}\n"
+        "\n"
+        "\n"
+        "#[cfg(test)]\n"
+        "mod tests {\n"
+        "    use super::*;\n"
+        "\n"
+        " #[test]\n"
+        "    fn test_strlen() {\n"
+        '        assert!(strlen("".to_string()) == 0);\n'
+        '        assert!(strlen("x".to_string()) == 1);\n'
+        '        assert!(strlen("asdasnakj".to_string()) == 9);\n'
+        "    }\n"
+        "\n"
+        "}\n"
+        "\n"
+        "## Instruction:\n"
+        "Fix bugs in strlen.\n"
+        "## Code After:\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("pid", list(PINNED_FIXTESTS))
+def test_the_go_and_rust_prompts_are_bigcodes(pid):
+    language = pid.split("/")[0].lower()
+    fmt = FORMATS["editcoder"]
+    problems = {
+        p.id: p for p in load_benchmark("humanevalfix", str(HUMANEVALPACK), languages=[language]).problems
+    }
+    [request] = build_requests([problems[pid]], [language], fmt)
+    assert request.prompt == PINNED_FIXTESTS[pid]
+    context, instruction = bigcode_context_and_instruction(_docs(language)[pid], "fixtests")
+    assert request.prompt == fmt.prompt(context, instruction)
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("language", ["python", "js", "java"])
+@pytest.mark.parametrize("language", ["python", "js", "java", "go", "rust"])
 def test_every_problem_shows_what_bigcode_shows(language, variant):
     docs = _docs(language)
     for problem in load_benchmark(
@@ -110,15 +193,61 @@ def test_every_problem_shows_what_bigcode_shows(language, variant):
 
 
 def test_python_tests_call_check_once_and_other_languages_their_own_runner():
-    for language in ("python", "js", "cpp", "java"):
+    for language in ("python", "js", "cpp", "java", "go", "rust"):
         for doc in _docs(language).values():
             if language == "python":
                 calls = [line for line in doc["test"].splitlines() if line.startswith("check(")]
                 assert calls == [f"check({doc['entry_point']})"] and doc["test"].rstrip().endswith(calls[0])
             elif language == "js":
                 assert doc["test"].rstrip().endswith("()")  # e.g. testStrlen()
+            elif language == "go":  # go test runs each Test function once
+                assert doc["test"].count("(t *testing.T)") == 1
+            elif language == "rust":  # cargo test runs each #[test] once
+                assert doc["test"].count("#[test]") == 1
             else:
                 assert "main(" in doc["test"]
+
+
+GO_SETUP = (
+    'package main\n\nimport (\n    "testing"\n    "math"\n    "github.com/stretchr/testify/assert"\n)\n'
+)
+
+
+def test_go_programs_are_assembled_as_bigcodes_process_results_assembles_them():
+    code = (
+        'package main\nimport (\n    "math"\n)\n'
+        "func F(s string) float64 {\n"
+        "    // sort.Strings is no use here\n"
+        "    return math.Sqrt(float64(len(strings.TrimSpace(s)) + rand.Intn(1)))\n"
+        "}\n"
+    )
+    tests = 'func TestF(t *testing.T) {\n    assert.New(t).Equal("2", fmt.Sprint(F("four")))\n}\n'
+    assert GoPayload("F", "fixtests", GO_SETUP).assemble(code, tests) == (
+        # the setup without the "math" the completion imports; the helper packages the file uses
+        # (a comment's `sort.` does not count), rand by its path where bigcode writes "rand"
+        'package main\n\nimport (\n    "testing"\n    \n    "github.com/stretchr/testify/assert"\n)\n\n'
+        'import (\n    "strings"\n    "fmt"\n    "math/rand"\n)\n'
+        '\nimport (\n    "math"\n)\nfunc F(s string) float64 {\n'  # its own `package main` dropped
+        "    // sort.Strings is no use here\n"
+        "    return math.Sqrt(float64(len(strings.TrimSpace(s)) + rand.Intn(1)))\n"
+        "}\n"
+    )
+
+
+def test_rust_programs_get_the_declaration_lines_they_lack_as_bigcode_adds_them():
+    declaration = "\nuse rand::Rng;\nuse md5;\n\nfn strlen(strings:String) -> i32{\n"
+    payload = RustPayload("strlen", "fixtests", declaration)
+    body = "fn strlen(s: String) -> i32 {\n    s.len() as i32\n}\n"
+    # no main, no uses: both added; the function is there (by name), so its signature is not
+    assert payload.assemble(body, "") == "fn main(){}\nuse rand::Rng;\nuse md5;\n" + body
+    twice = "fn main(){}\nuse rand::Rng;\nuse md5;\n" + body + "fn main() {}\nfn other() {}\n"
+    assert (
+        payload.assemble(twice, "") == "fn main(){}\nuse rand::Rng;\nuse md5;\n" + body
+    )  # cut at a 2nd main
+    assert (
+        payload.assemble("use md5;\n", "")
+        == "fn main(){}\nuse rand::Rng;\nfn strlen(strings:String) -> i32{\nuse md5;\n"
+    )
 
 
 def _execute(tmp_path: Path, language: str, variant: str, codes: dict[str, str]) -> dict[str, str]:
@@ -176,6 +305,84 @@ def test_the_import_helper_runs_before_the_program_and_echoed_tests_run_once(tmp
         "JavaScript/23": "passed"
     }
     assert _execute(tmp_path, "js", "fix", {"JavaScript/23": echo}) == {"JavaScript/23": "failed"}
+
+
+def _skip_without(language: str) -> None:
+    why = unavailable(language)
+    if why is not None:
+        pytest.skip(f"HumanEvalFix {language} cannot run here: {why}")
+
+
+def test_go_completions_run_with_the_imports_bigcode_adds(tmp_path):
+    _skip_without("go")
+    go = {p.id: p for p in load_benchmark("humanevalfix", str(HUMANEVALPACK), languages=["go"]).problems}
+    doc = _docs("go")["Go/0"]
+    bare = doc["declaration"] + doc["canonical_solution"]  # math.Abs, no import: the helper's "math"
+    wrong = bare.replace("math.Abs", "math.Floor")
+    status = _execute(
+        tmp_path,
+        "go",
+        "fixtests",
+        {"Go/0": go["Go/0"].program(bare), "Go/53": go["Go/53"].program(go["Go/53"].after)},
+    )
+    assert status == {"Go/0": "passed", "Go/53": "passed"}
+    assert _execute(tmp_path, "go", "fix", {"Go/0": go["Go/0"].program(wrong)}) == {"Go/0": "failed"}
+    unused = go["Go/0"].program('import (\n    "sort"\n)\n' + bare)  # Go refuses an unused import
+    assert _execute(tmp_path, "go", "fix", {"Go/0": unused}) == {"Go/0": "failed"}
+
+
+def test_rust_completions_run_with_rand_04_and_the_declaration_bigcode_adds(tmp_path):
+    _skip_without("rust")
+    rust = {p.id: p for p in load_benchmark("humanevalfix", str(HUMANEVALPACK), languages=["rust"]).problems}
+    add = _docs("rust")["Rust/53"]  # its test draws with rand::thread_rng() and Rng::gen
+    bare = "fn add(x:i32, y:i32) -> i32{" + add["canonical_solution"]  # no main, no `use rand::Rng;`
+    status = _execute(
+        tmp_path,
+        "rust",
+        "fixtests",
+        {
+            "Rust/53": rust["Rust/53"].program(bare),
+            "Rust/32": rust["Rust/32"].program(rust["Rust/32"].after),  # rand 0.4's gen_range(low, high)
+            "Rust/162": rust["Rust/162"].program(rust["Rust/162"].after),  # md5
+            "Rust/91": rust["Rust/91"].program(rust["Rust/91"].after),  # regex
+        },
+    )
+    assert status == {"Rust/53": "passed", "Rust/32": "passed", "Rust/162": "passed", "Rust/91": "passed"}
+    # right if additions wrapped; cargo test's dev profile checks overflow, and so do these runs
+    overflow = bare.replace("return x + y", "return x + i32::MAX + 1 + y - i32::MAX - 1")
+    assert _execute(tmp_path, "rust", "fix", {"Rust/53": rust["Rust/53"].program(overflow)}) == {
+        "Rust/53": "failed"
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("language", ["go", "rust"])
+def test_go_and_rust_reference_passes_all_164_and_identity_fails_all_in_every_variant(language):
+    """Every variant's reference and unedited programs through the verdicts `eval.run` gives them; a
+    program two variants share (fix and fixtests show the same code) is compiled and run once."""
+    _skip_without(language)
+    programs: dict[tuple[str, str], Problem] = {}
+    cases = []
+    for variant in VARIANTS:
+        for p in load_benchmark(
+            "humanevalfix", str(HUMANEVALPACK), languages=[language], variant=variant
+        ).problems:
+            for side in ("after", "before"):
+                key = (p.program(getattr(p, side)), p.tests)
+                programs.setdefault(key, p)
+                cases.append((variant, side, key))
+    keys = list(programs)
+    with make_sandbox(read_only=sandbox_paths()) as sandbox:
+        verdicts = program_verdicts(
+            [(programs[k], k[0]) for k in keys], sandbox, SandboxLimits(timeout_s=5), max_code_bytes=200_000
+        )
+    status = {k: v["status"] for k, v in zip(keys, verdicts, strict=True)}
+    for variant in VARIANTS:
+        reference = Counter(status[k] for v, side, k in cases if (v, side) == (variant, "after"))
+        identity = Counter(status[k] for v, side, k in cases if (v, side) == (variant, "before"))
+        assert reference == {"passed": 164}, (variant, reference)
+        assert identity["passed"] == 0 and identity.total() == 164, (variant, identity)
+    assert len(keys) == 4 * 164  # fixdocs adds comments (and Go its imports): its programs differ
 
 
 @pytest.mark.slow
