@@ -35,8 +35,11 @@ step() { echo "== setup: $* ($((SECONDS - start)) s)"; }
 # ---------------------------------------------------------------- system packages
 # What each one is for: bubblewrap, the sandbox's strong backend; g++ with boost and OpenSSL
 # headers, HumanEvalFix C++ (and DeepSpeed's CPU ops); node and javac, HumanEvalFix JS and
-# Java; git, the data pipeline's git source; gcc and the Python headers, the sandbox's C module; JaCoCo (libjacoco-java) and npm (for c8), the audit's
-# Java and JavaScript coverage. Tests that need a missing one skip.
+# Java; go with testify, and rustc and cargo (whichever are on PATH, rustup's too) with the rand,
+# regex and md5 crates, HumanEvalFix Go and Rust; git, the data pipeline's git source; gcc and
+# the Python headers, the sandbox's C module; JaCoCo (libjacoco-java) and npm (for c8), the
+# audit's Java and JavaScript coverage; llvm-<rustc's LLVM version> (below), its Rust coverage.
+# Tests that need a missing one skip.
 PYTHON=${PYTHON:-python3}
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
@@ -45,6 +48,13 @@ command -v g++ >/dev/null 2>&1 || missing+=(g++)
 [ -e /usr/include/openssl/md5.h ] || missing+=(libssl-dev)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
+command -v go >/dev/null 2>&1 || missing+=(golang-go)
+[ -d /usr/share/gocode/src/github.com/stretchr/testify/assert ] || missing+=(golang-github-stretchr-testify-dev)
+command -v rustc >/dev/null 2>&1 || missing+=(rustc)
+command -v cargo >/dev/null 2>&1 || missing+=(cargo)
+for crate in rand-0.8 regex-1 md5-0.7; do  # the crates bigcode's Rust harness declares, for cargo offline
+    compgen -G "/usr/share/cargo/registry/$crate.*" >/dev/null || missing+=("librust-${crate%-*}-dev")
+done
 command -v git >/dev/null 2>&1 || missing+=(git)
 # the sandbox compiles its system-call module (core/sandbox/_editforge_sys.c) with the interpreter's headers
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
@@ -73,6 +83,21 @@ else
             echo "warning: apt-get could not install ${missing[*]} (log: /tmp/editforge-apt.log); going on" >&2
         fi
     fi
+fi
+
+# The audit's Rust coverage reads -C instrument-coverage's profiles with the llvm-profdata and
+# llvm-cov of rustc's own LLVM version (known once rustc is there).
+llvm=$(rustc -vV 2>/dev/null | sed -n 's/^LLVM version: \([0-9]*\).*/\1/p')
+if [ -z "$llvm" ]; then
+    step "llvm for Rust coverage: skipped (no rustc)"
+elif command -v "llvm-profdata-$llvm" >/dev/null 2>&1 || [ -x "/usr/lib/llvm-$llvm/bin/llvm-profdata" ]; then
+    step "llvm for Rust coverage: present (LLVM $llvm)"
+elif [ "$system" != 0 ] && { [ "$(id -u)" = 0 ] || [ -n "${sudo:-}" ]; } && apt-cache show "llvm-$llvm" >/dev/null 2>&1; then
+    step "llvm for Rust coverage: apt-get install llvm-$llvm"
+    DEBIAN_FRONTEND=noninteractive ${sudo:-} apt-get install -y -qq --no-install-recommends "llvm-$llvm" >>/tmp/editforge-apt.log 2>&1 \
+        || echo "warning: apt-get could not install llvm-$llvm (log: /tmp/editforge-apt.log); the audit reports Rust coverage as unavailable" >&2
+else
+    step "llvm for Rust coverage: skipped (no llvm-$llvm package, or not root); the audit reports Rust coverage as unavailable"
 fi
 
 # c8 (the audit's JavaScript coverage) comes from the npm registry.

@@ -130,7 +130,8 @@ def test_fixtures_check_themselves(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not HUMANEVALPACK.is_dir(), reason="needs core/data/humanevalpack")
-@pytest.mark.parametrize("language, limit", [("cpp", 10), ("java", 10)])  # python, js: test_humanevalfix.py
+# every problem of python, js, go and rust: test_humanevalfix.py
+@pytest.mark.parametrize("language, limit", [("cpp", 10), ("java", 10), ("go", 4), ("rust", 4)])
 def test_humanevalfix_other_languages_check_themselves(tmp_path, language, limit):
     from eval.languages import available_languages
 
