@@ -56,7 +56,9 @@ def command_job(language: str, program: str, tests: str) -> CommandJob:
             memory_mb=8192,
         )
     if language == "go":  # bigcode's file name: `go test` only runs tests of *_test.go files
-        return CommandJob(["sh", "-c", go.toolchain().script("test main_test.go")], {"main_test.go": source})
+        return CommandJob(
+            ["sh", "-c", go.toolchain().script("test -count=1 main_test.go")], {"main_test.go": source}
+        )
     if language == "rust":
         return CommandJob(
             ["sh", "-c", rust.toolchain().compile("main.rs", "main") + " && ./main"], {"main.rs": source}

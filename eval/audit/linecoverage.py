@@ -231,7 +231,9 @@ def _go(problem: Problem, sandbox: Sandbox, limits: SandboxLimits) -> LineCovera
     source = command_job("go", problem.program(problem.after), problem.tests).files["main_test.go"]
     calls = "".join(f"    {name}(t)\n" for name in GO_TEST.findall(problem.tests))
     runner = f'package main\n\nimport "testing"\n\nfunc TestEditforgeCoverage(t *testing.T) {{\n{calls}}}\n'
-    script = go.toolchain().script("test -covermode=set -coverprofile=cover.out main.go main_test.go >&2")
+    script = go.toolchain().script(
+        "test -count=1 -covermode=set -coverprofile=cover.out main.go main_test.go >&2"
+    )
     files = {"main.go": source, "main_test.go": runner}
     result = sandbox.run_command(["sh", "-c", script + " && cat cover.out"], files, limits=limits)
     if not result.passed:
