@@ -30,10 +30,14 @@ DEEPSPEED_DIR = CONFIG_DIR / "deepspeed"
 
 
 class AttnImpl(str, Enum):
-    flash_attention_2 = "flash_attention_2"
-    sdpa = "sdpa"
+    """`auto` picks the fastest exact kernel this machine has (train/attention.py: `choose_attention`)."""
+
+    auto = "auto"  # FA3/FA2 when installed, else varlen for packed rows on CUDA (bf16/fp16), else sdpa
+    varlen = "varlen"  # packed rows: PyTorch's flash varlen kernel on CUDA, a per-document reference on CPU
+    flash_attention_2 = "flash_attention_2"  # needs the flash-attn package
+    flash_attention_3 = "flash_attention_3"  # needs flash-attn 3 (flash_attn_interface), Hopper
+    sdpa = "sdpa"  # packed rows get a block-diagonal 4D mask: the whole row's square is computed
     eager = "eager"
-    auto = "auto"  # flash_attention_2 where flash-attn and CUDA exist, else sdpa
 
 
 class DType(str, Enum):
@@ -142,9 +146,15 @@ class QuantizationConfig:
 class RecipeConfig:
     name: str = "tiny"
     model: RecipeModelConfig = field(default_factory=RecipeModelConfig)
-    attn_implementation: AttnImpl = AttnImpl.sdpa
+    attn_implementation: AttnImpl = AttnImpl.auto
     dtype: DType = DType.fp32
+    # Speed levers (docs/performance.md): activation checkpointing, of every n-th decoder layer only when
+    # gradient_checkpointing_every > 1; Liger's RMSNorm, RoPE and SwiGLU kernels (pip install liger-kernel,
+    # CUDA); torch.compile of each decoder layer.
     gradient_checkpointing: bool = False
+    gradient_checkpointing_every: int = 1
+    liger_kernels: bool = False
+    compile_layers: bool = False
     prompt_format: str = "editcoder"
     loss_on: LossOn = LossOn.completion
     max_length: int = 8192
@@ -182,9 +192,19 @@ class RecipeConfig:
             raise ConfigError(
                 f"recipe.prompt_format={self.prompt_format!r} is unknown; choose one of {sorted(FORMATS)}"
             )
-        for key in ("max_length", "per_device_batch_size", "grad_accum"):
+        for key in ("max_length", "per_device_batch_size", "grad_accum", "gradient_checkpointing_every"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"recipe.{key} must be >= 1, got {getattr(self, key)}")
+        if self.gradient_checkpointing_every > 1 and not self.gradient_checkpointing:
+            raise ConfigError(
+                f"recipe.gradient_checkpointing_every={self.gradient_checkpointing_every} picks the layers to "
+                "checkpoint: set recipe.gradient_checkpointing=true too, or leave _every at 1"
+            )
+        if self.attn_implementation == AttnImpl.varlen and not self.packing:
+            raise ConfigError(
+                "recipe.attn_implementation=varlen takes packed, padding-free rows: set recipe.packing=true, "
+                "or use auto or sdpa for padded batches"
+            )
         if self.lr <= 0:
             raise ConfigError(f"recipe.lr must be > 0, got {self.lr}")
 
@@ -267,7 +287,7 @@ class SFTAppConfig:
     recipe: RecipeConfig = field(default_factory=RecipeConfig)
     data: DataConfig = field(default_factory=DataConfig)
     run: RunConfig = field(default_factory=RunConfig)
-    deepspeed_config: str | None = None  # zero2 | zero3 | zero3-offload (configs/deepspeed) or a json path
+    deepspeed_config: str | None = None  # zero2 | zero3 | zero3-large | zero3-offload, or a json path
 
     def validate(self) -> None:
         self.recipe.validate()
@@ -279,6 +299,11 @@ class SFTAppConfig:
             self.run.report_to = [name for name in self.run.report_to if name != "wandb"]
         if self.deepspeed_config is not None:
             deepspeed_config_path(self.deepspeed_config)  # raises when missing
+            if self.recipe.compile_layers and zero_stage(self.deepspeed_config) == 3:
+                raise ConfigError(
+                    "recipe.compile_layers=true would trace ZeRO-3's parameter gathering hooks inside each "
+                    "layer: compile under DDP or deepspeed=zero2, or set recipe.compile_layers=false"
+                )
             if self.recipe.quantization is not None:
                 raise ConfigError(
                     "recipe.quantization (QLoRA) runs without DeepSpeed, on one GPU or one per rank "
@@ -331,13 +356,24 @@ def preflight(app: SFTAppConfig) -> None:
     check_installed(app.run.report_to)
     if app.run.push_to_hub and rank() == 0:  # the rank that pushes; whoami is rate-limited per token
         check_push_access(app.run.hub_model_id)
-    if (
-        recipe.attn_implementation == AttnImpl.flash_attention_2
-        and importlib.util.find_spec("flash_attn") is None
-    ):
+    flash_packages = {
+        AttnImpl.flash_attention_2: ("flash_attn", "the flash-attn package (pip install 'editforge[gpu]')"),
+        AttnImpl.flash_attention_3: (
+            "flash_attn_interface",
+            "flash-attn 3 (built from flash-attn's hopper/)",
+        ),
+    }
+    if recipe.attn_implementation in flash_packages:
+        module, package = flash_packages[recipe.attn_implementation]
+        if importlib.util.find_spec(module) is None:
+            raise ConfigError(
+                f"recipe.attn_implementation={recipe.attn_implementation.value} needs CUDA and {package}; "
+                "leave it at auto (PyTorch's varlen kernel on CUDA), or use recipe.attn_implementation=sdpa"
+            )
+    if recipe.liger_kernels and importlib.util.find_spec("liger_kernel") is None:
         raise ConfigError(
-            "recipe.attn_implementation=flash_attention_2 needs CUDA and the flash-attn package "
-            "(pip install 'editforge[gpu]'); on this machine use recipe.attn_implementation=sdpa (or auto)"
+            "recipe.liger_kernels=true needs the liger-kernel package and CUDA (pip install liger-kernel, "
+            "or the [gpu] extra); or set recipe.liger_kernels=false"
         )
     key = "data.path" if app.data.path is not None else "data.datasets[].path"
     for spec in app.data.specs():

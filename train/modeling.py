@@ -8,17 +8,18 @@ stop, and the tests cover it.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, PreTrainedTokenizerFast
+from transformers.modeling_layers import GradientCheckpointingLayer
 
+import train.attention  # noqa: F401  (registers the packed varlen kernel a model may be loaded with)
 from core.dtypes import torch_dtype
 from core.errors import ConfigError
-from train.config import AttnImpl, DType, QuantizationConfig, RecipeConfig, TinyModelConfig
+from train.config import DType, QuantizationConfig, RecipeConfig, TinyModelConfig
 
 TINY_SPECIAL = {"bos_token": "<|begin|>", "eos_token": "<|end|>", "unk_token": "<|unk|>"}
 
@@ -36,21 +37,6 @@ DEEPSEEK_CODER_1_3B = dict(
     rms_norm_eps=1e-6,
     tie_word_embeddings=False,
 )
-
-
-def resolve_attn_implementation(requested: AttnImpl) -> str:
-    """The attention kernel to load, or a ConfigError naming the fix when FA2 cannot run."""
-    has_fa2 = importlib.util.find_spec("flash_attn") is not None
-    has_cuda = torch.cuda.is_available()
-    if requested == AttnImpl.auto:
-        return "flash_attention_2" if has_fa2 and has_cuda else "sdpa"
-    if requested == AttnImpl.flash_attention_2 and not (has_fa2 and has_cuda):
-        missing = "CUDA" if not has_cuda else "the flash-attn package (pip install 'editforge[gpu]')"
-        raise ConfigError(
-            f"recipe.attn_implementation=flash_attention_2 needs {missing}; "
-            "on this machine use recipe.attn_implementation=sdpa (or auto)"
-        )
-    return requested.value
 
 
 def check_dtype(dtype: DType) -> None:
@@ -168,6 +154,20 @@ def _quantized_loading(quantization: QuantizationConfig | None) -> dict[str, Any
     # A 4-bit model cannot move after loading: quantise straight onto this rank's GPU (CPU without one).
     device_map = {"": torch.cuda.current_device()} if torch.cuda.is_available() else None
     return {"quantization_config": quantization_config(quantization), "device_map": device_map}
+
+
+def compile_decoder_layers(model: torch.nn.Module, backend: str = "inductor") -> int:
+    """torch.compile each decoder layer in place, where nearly all of a step's time goes; the mask set-up,
+    the fused loss head and the optimizer stay eager. Returns how many layers were compiled."""
+    layers = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
+    if not layers:
+        raise ConfigError(
+            f"recipe.compile_layers=true: {type(model).__name__} has no transformers decoder layers "
+            "(GradientCheckpointingLayer) to compile; set recipe.compile_layers=false"
+        )
+    for layer in layers:
+        layer.compile(backend=backend)
+    return len(layers)
 
 
 def count_parameters(model: torch.nn.Module) -> tuple[int, int]:

@@ -32,23 +32,27 @@ from core.layout import (
     WANDB_ID_FILE,
     write_trained_config,
 )
+from train.attention import resolve_attn_implementation
 from train.config import DType, SFTAppConfig, deepspeed_config_path
 from train.edit_data import load_edit_splits
 from train.hub_push import push_folder
 from train.merge import merge_adapter
 from train.mfu import detect_peak_tflops, flops_per_token
 from train.model_card import write_model_card
-from train.modeling import (
-    check_dtype,
-    count_parameters,
-    load_model,
-    load_or_train_tokenizer,
-    resolve_attn_implementation,
-)
+from train.modeling import check_dtype, count_parameters, load_model, load_or_train_tokenizer
 from train.tokenization import encode_dataset
 from train.trainer import EditSFTTrainer
 
 log = logging.getLogger(__name__)
+
+# Liger's Triton kernels for the decoder layers; the loss stays trl's fused LM head (no logits built).
+LIGER_KERNELS = {
+    "rms_norm": True,
+    "rope": True,
+    "swiglu": True,
+    "cross_entropy": False,
+    "fused_linear_cross_entropy": False,
+}
 
 
 class SFTRun:
@@ -57,7 +61,9 @@ class SFTRun:
     ):
         self.app, self.resolved, self.callbacks = app, resolved, callbacks or []
         recipe, run = app.recipe, app.run
-        self.attn_implementation = resolve_attn_implementation(recipe.attn_implementation)
+        self.attn_implementation = resolve_attn_implementation(
+            recipe.attn_implementation, recipe.packing, recipe.dtype
+        )
         check_dtype(recipe.dtype)
         self.output_dir = Path(run.output_dir)
         self.resume_from = self._resume_checkpoint()
@@ -78,7 +84,7 @@ class SFTRun:
 
     # ------------------------------------------------------------------ setup
     def setup(self) -> None:
-        self.args = self._training_args()  # initialises the process group (and ZeRO-3 zero.Init)
+        self.args = training_arguments(self.app, self.output_dir)  # the process group, ZeRO-3's zero.Init
         if self.app.deepspeed_config and self.args.use_cpu:
             import deepspeed
 
@@ -109,6 +115,7 @@ class SFTRun:
             self._init_wandb()
         set_seed(self.app.run.seed)  # a tiny model's random init (and any resized embeddings) must repeat
         model = load_model(self.app.recipe, self.tokenizer, self.attn_implementation)
+        log.info("attention: %s", self.attn_implementation)
         # attention counts per edit example (a packed row's documents attend only within themselves)
         attention_len = train_report.squared_tokens / max(train_report.tokens, 1)
         self.trainer = EditSFTTrainer(
@@ -121,6 +128,7 @@ class SFTRun:
             callbacks=self.callbacks,
             flops=flops_per_token(model, attention_len),
             peak_tflops=self.app.run.peak_tflops or detect_peak_tflops(),
+            compile_layers=self.app.recipe.compile_layers,
         )
         total, trainable = count_parameters(self.trainer.model)
         log.info("model: %.1fM parameters, %.2fM trainable", total / 1e6, trainable / 1e6)
@@ -141,51 +149,6 @@ class SFTRun:
             recipe.max_length,
             recipe.overlong,
             num_proc=self.app.run.dataset_num_proc,
-        )
-
-    def _training_args(self) -> SFTConfig:
-        recipe, run = self.app.recipe, self.app.run
-        on_gpu = _cuda_available()
-        has_eval = self.app.data.val_size > 0
-        return SFTConfig(
-            output_dir=str(self.output_dir),
-            run_name=recipe.name,
-            num_train_epochs=recipe.epochs,
-            max_steps=run.max_steps,
-            learning_rate=recipe.lr,
-            lr_scheduler_type=recipe.lr_scheduler,
-            warmup_steps=recipe.warmup_steps,
-            weight_decay=recipe.weight_decay,
-            optim=recipe.optim.value,
-            max_grad_norm=recipe.max_grad_norm,
-            per_device_train_batch_size=recipe.per_device_batch_size,
-            per_device_eval_batch_size=recipe.per_device_batch_size,
-            gradient_accumulation_steps=recipe.grad_accum,
-            bf16=recipe.dtype == DType.bf16 and on_gpu,
-            fp16=recipe.dtype == DType.fp16,
-            activation_checkpointing=recipe.gradient_checkpointing,
-            logging_steps=run.logging_steps,
-            logging_first_step=True,
-            save_strategy="steps",
-            save_steps=run.save_steps,
-            save_total_limit=run.save_total_limit,
-            eval_strategy="steps" if (has_eval and run.eval_steps) else "no",
-            eval_steps=run.eval_steps,
-            seed=run.seed,
-            data_seed=run.seed,
-            report_to=list(run.report_to),  # transformers expands ["all"] to the trackers installed
-            deepspeed=deepspeed_config_path(self.app.deepspeed_config) if self.app.deepspeed_config else None,
-            max_length=recipe.max_length,
-            packing=recipe.packing,
-            packing_strategy="bfd",
-            padding_free=recipe.packing,
-            dataset_num_proc=run.dataset_num_proc,
-            dataloader_num_workers=run.dataloader_num_workers,
-            # Every parameter takes part in the forward (full fine-tune and LoRA): no search for
-            # unused ones, and no per-rank warning that it found none.
-            ddp_find_unused_parameters=False,
-            use_cpu=not on_gpu,
-            ddp_backend="gloo" if not on_gpu and int(os.environ.get("WORLD_SIZE", "1")) > 1 else None,
         )
 
     def _peft_config(self):
@@ -283,6 +246,64 @@ class SFTRun:
 
             if wandb.run is not None:
                 wandb.finish()
+
+
+def training_arguments(app: SFTAppConfig, output_dir: Path) -> SFTConfig:
+    """trl's `SFTConfig` for `app`: the recipe's optimisation, its speed levers, the run's logging and saving.
+
+    Shared by `SFTRun` and scripts/bench_train.py, so the benchmark times the step that training runs."""
+    recipe, run = app.recipe, app.run
+    on_gpu = _cuda_available()
+    has_eval = app.data.val_size > 0
+    every = recipe.gradient_checkpointing_every
+    return SFTConfig(
+        output_dir=str(output_dir),
+        run_name=recipe.name,
+        num_train_epochs=recipe.epochs,
+        max_steps=run.max_steps,
+        learning_rate=recipe.lr,
+        lr_scheduler_type=recipe.lr_scheduler,
+        warmup_steps=recipe.warmup_steps,
+        weight_decay=recipe.weight_decay,
+        optim=recipe.optim.value,
+        max_grad_norm=recipe.max_grad_norm,
+        per_device_train_batch_size=recipe.per_device_batch_size,
+        per_device_eval_batch_size=recipe.per_device_batch_size,
+        gradient_accumulation_steps=recipe.grad_accum,
+        bf16=recipe.dtype == DType.bf16 and on_gpu,
+        fp16=recipe.dtype == DType.fp16,
+        activation_checkpointing=recipe.gradient_checkpointing,
+        activation_checkpointing_kwargs={"every_n_layers": every} if every > 1 else None,
+        use_liger_kernel=recipe.liger_kernels,
+        liger_kernel_config=LIGER_KERNELS if recipe.liger_kernels else None,
+        # Its isnan check reads every micro-step's loss on the host; EditSFTTrainer stops on a bad loss.
+        logging_nan_inf_filter=False,
+        logging_steps=run.logging_steps,
+        logging_first_step=True,
+        save_strategy="steps",
+        save_steps=run.save_steps,
+        save_total_limit=run.save_total_limit,
+        eval_strategy="steps" if (has_eval and run.eval_steps) else "no",
+        eval_steps=run.eval_steps,
+        seed=run.seed,
+        data_seed=run.seed,
+        report_to=list(run.report_to),  # transformers expands ["all"] to the trackers installed
+        deepspeed=deepspeed_config_path(app.deepspeed_config) if app.deepspeed_config else None,
+        max_length=recipe.max_length,
+        packing=recipe.packing,
+        packing_strategy="bfd",
+        padding_free=recipe.packing,
+        dataset_num_proc=run.dataset_num_proc,
+        dataloader_num_workers=run.dataloader_num_workers,
+        dataloader_persistent_workers=run.dataloader_num_workers > 0,
+        # Batches go to the GPU from pinned memory without blocking the host.
+        accelerator_config={"non_blocking": on_gpu},
+        # Every parameter takes part in the forward (full fine-tune and LoRA): no search for
+        # unused ones, and no per-rank warning that it found none.
+        ddp_find_unused_parameters=False,
+        use_cpu=not on_gpu,
+        ddp_backend="gloo" if not on_gpu and int(os.environ.get("WORLD_SIZE", "1")) > 1 else None,
+    )
 
 
 def _cuda_available() -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from train.config import (
     RecipeModelConfig,
     TinyModelConfig,
     deepspeed_config_path,
+    preflight,
 )
 
 RECIPES = sorted(p.stem for p in (REPO / "recipes").glob("*.yaml"))
@@ -40,8 +42,10 @@ def test_editcoder_recipes_carry_the_paper_settings(size):
     r = app.recipe
     assert (r.lr, r.lr_scheduler, r.warmup_steps, r.epochs, r.max_length) == (2e-5, "linear", 10, 8, 8192)
     assert r.per_device_batch_size * 8 * r.grad_accum == 32
-    assert r.packing and r.gradient_checkpointing and r.dtype.value == "bf16"
-    assert r.attn_implementation.value == "flash_attention_2" and app.deepspeed_config == "zero3"
+    assert r.packing and r.dtype.value == "bf16" and r.attn_implementation.value == "auto"
+    # 1.3B fits each GPU: ZeRO-2, no checkpointing; 6.7B and up: ZeRO-3 with explicit buckets, checkpointing
+    fits = size == "1.3b"
+    assert app.deepspeed_config == ("zero2" if fits else "zero3-large") and r.gradient_checkpointing != fits
     assert r.model.path == f"deepseek-ai/deepseek-coder-{size}-base"
     lora, _ = app_config([f"recipe=editcoder-{size}-lora"])
     assert lora.recipe.lora is not None and lora.deepspeed_config is None
@@ -63,6 +67,13 @@ def test_every_deepspeed_config_loads(name):
         assert zero["stage3_gather_16bit_weights_on_model_save"] is True
     app, _ = app_config(["recipe=tiny", f"deepspeed={name}"])
     assert app.deepspeed_config == name
+
+
+def test_the_large_model_zero3_config_sizes_its_buckets_explicitly():
+    zero = json.loads(Path(deepspeed_config_path("zero3-large")).read_text())["zero_optimization"]
+    for key in ("reduce_bucket_size", "stage3_prefetch_bucket_size", "stage3_param_persistence_threshold"):
+        assert isinstance(zero[key], int), key  # not "auto" (sized from the hidden size by transformers)
+    assert zero["reduce_bucket_size"] >= 4096 * 4096 * 10  # well above auto's hidden^2 at 6.7B
 
 
 def test_every_deepspeed_option_has_its_json_and_a_custom_path_works(tmp_path):
@@ -114,6 +125,44 @@ def test_a_wrong_enum_value_fails_and_names_the_key():
 def test_bad_values_fail_with_a_message_naming_them(override, message):
     with pytest.raises(ConfigError, match=message):
         app_config(["recipe=tiny", override])
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["recipe.gradient_checkpointing_every=2"], "set recipe.gradient_checkpointing=true"),
+        (["recipe.gradient_checkpointing_every=0"], "_every must be >= 1"),
+        (["recipe.attn_implementation=varlen", "recipe.packing=false"], "set recipe.packing=true"),
+        (["recipe.compile_layers=true", "deepspeed=zero3"], "recipe.compile_layers=false"),
+    ],
+)
+def test_conflicting_speed_levers_fail_and_name_the_fix(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        app_config(["recipe=tiny", *overrides])
+
+
+def test_speed_levers_reach_the_config():
+    app, _ = app_config(
+        ["recipe=tiny", "recipe.gradient_checkpointing=true", "recipe.gradient_checkpointing_every=3",
+         "recipe.compile_layers=true", "deepspeed=zero2", "recipe.attn_implementation=varlen"]
+    )  # fmt: skip
+    r = app.recipe
+    assert (r.gradient_checkpointing_every, r.compile_layers) == (3, True)
+    assert r.attn_implementation.value == "varlen"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("liger_kernel") is not None, reason="liger-kernel is here")
+def test_liger_kernels_without_the_package_stop_at_preflight_naming_it():
+    app, _ = app_config(["recipe=tiny", "recipe.liger_kernels=true"])
+    with pytest.raises(ConfigError, match="liger-kernel package"):
+        preflight(app)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("flash_attn") is not None, reason="flash-attn is installed here")
+@pytest.mark.parametrize("size", ["1.3b", "6.7b", "33b"])
+def test_editcoder_recipes_pass_preflight_without_flash_attn(size):
+    app, _ = app_config([f"recipe=editcoder-{size}", "data.datasets=[{synthetic: 10}]"])
+    preflight(app)  # auto: no flash-attn needed
 
 
 def test_wandb_enabled_false_turns_wandb_off_and_keeps_other_trackers():
@@ -192,6 +241,7 @@ def test_cfg_job_prints_the_resolved_editcoder_config(tmp_path, recipe):
     out = _sft(f"recipe={recipe}", "--cfg", "job", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "deepseek-ai/deepseek-coder-6.7b-base" in out.stdout and "max_length: 8192" in out.stdout
+    assert "attn_implementation: auto" in out.stdout  # resolved here, where flash-attn is not installed
     assert ("quant_type: nf4" in out.stdout) == recipe.endswith("qlora")
 
 
