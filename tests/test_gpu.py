@@ -1,7 +1,9 @@
 """GPU-only tests, skipped without CUDA: packed rows on CUDA in bf16 (the packing-equivalence
-test of test_packing.py, plus which attention kernels SDPA actually runs), FlashAttention 2 +
-bf16 on a ~1B-parameter random Llama (needs flash-attn), and the vLLM generation backend
-(needs vllm). Throughput figures come from scripts/bench_train.py, not from tests.
+test of test_packing.py, plus which attention kernels SDPA and the trainer's varlen path actually
+run), the trainer's micro-step without host syncs of its own, compiled decoder layers, Liger kernels
+(needs liger-kernel), FlashAttention 2 + bf16 on a ~1B-parameter random Llama (needs flash-attn), and
+the vLLM generation backend (needs vllm). Throughput figures come from scripts/bench_train.py, not
+from tests.
 """
 
 from __future__ import annotations
@@ -9,18 +11,23 @@ from __future__ import annotations
 import importlib.util
 import re
 import time
+import warnings
 
 import numpy as np
 import pytest
 import torch
-from conftest import REPO
+from conftest import app_config
 from datasets import Dataset
 from test_packing import _model, encoded  # noqa: F401  (encoded is a fixture)
 from transformers import LlamaConfig, LlamaForCausalLM
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
 
+from train.attention import PACKED_VARLEN, reference_varlen_attention
 from train.mfu import attention_length, detect_peak_tflops, flops_per_token
+from train.modeling import compile_decoder_layers
 from train.packing import pack
+from train.sft_run import SFTRun
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
 
@@ -44,14 +51,21 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a.float() - b.float()).norm() / b.float().norm())
 
 
-def _packed_row_on_cuda(encoded, tokenizer):  # noqa: F811
+def _packed_batch_on_cuda(encoded, tokenizer) -> dict:  # noqa: F811
+    """One packed row as the trainer's collator gives it (position ids, cu_seq_lens, no mask), on CUDA."""
     packed = pack(encoded, max_length=2048)
     assert len(packed) == 1 and len(packed[0]["seq_lengths"]) == len(encoded) > 1
     batch = DataCollatorForLanguageModeling(pad_token_id=tokenizer.pad_token_id, padding_free=True)(
         [packed[0]]
     )
     assert "attention_mask" not in batch  # a mask would hide the document boundaries
-    return batch["input_ids"].cuda(), batch["position_ids"].cuda(), packed[0]["seq_lengths"]
+    return {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+
+
+def _packed_row_on_cuda(encoded, tokenizer):  # noqa: F811
+    batch = _packed_batch_on_cuda(encoded, tokenizer)
+    lengths = (batch["cu_seq_lens_q"][1:] - batch["cu_seq_lens_q"][:-1]).tolist()
+    return batch["input_ids"], batch["position_ids"], lengths
 
 
 def _assert_packed_equals_alone(model, ids, positions, lengths, alone_model=None) -> None:
@@ -84,28 +98,38 @@ def test_packed_rows_match_documents_alone_on_cuda_bf16_with_sdpa(encoded, tiny_
     assert kernels  # a fused attention kernel ran, not the unfused math fallback (matmul + softmax)
 
 
-def _load_bench_train():
-    """scripts/bench_train.py, which registers the `torch_varlen` attention it benchmarks."""
-    spec = importlib.util.spec_from_file_location("bench_train", REPO / "scripts" / "bench_train.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+BOUNDARIES = ("cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k")
 
 
-def test_packed_rows_match_documents_alone_on_pytorch_flash_varlen(encoded, tiny_tokenizer):  # noqa: F811
-    """The same row through PyTorch's FlashAttention varlen kernel (the benchmark's `varlen`
-    attention, document boundaries from the position ids): same logits, and the profiler shows
-    PyTorch's flash kernels, forward and backward, and no masked kernel."""
-    bench = _load_bench_train()
+def test_the_trainers_varlen_path_runs_pytorchs_flash_kernels_on_packed_rows(encoded, tiny_tokenizer):  # noqa: F811
+    """The trainer's `varlen` attention (what `auto` picks without flash-attn) on a packed row with
+    the collator's boundaries, GQA (4 query heads, 2 KV heads): the logits of each document alone,
+    the CPU reference's output, and the profiler shows PyTorch's flash kernels forward and backward,
+    and no masked kernel."""
     alone_model = _model(tiny_tokenizer, "sdpa").to("cuda", torch.bfloat16)
     model = _model(tiny_tokenizer, "sdpa").to("cuda", torch.bfloat16)
-    model.set_attn_implementation(bench.VARLEN)
-    ids, positions, lengths = _packed_row_on_cuda(encoded, tiny_tokenizer)
-    _assert_packed_equals_alone(model, ids, positions, lengths, alone_model=alone_model)
+    model.set_attn_implementation(PACKED_VARLEN)
+    assert model.config.num_key_value_heads < model.config.num_attention_heads
+    batch = _packed_batch_on_cuda(encoded, tiny_tokenizer)
+    ids, cu = batch["input_ids"], batch["cu_seq_lens_q"]
+    with torch.no_grad():
+        packed = model(input_ids=ids, position_ids=batch["position_ids"], **{k: batch[k] for k in BOUNDARIES})
+        for start, end in zip(cu[:-1].tolist(), cu[1:].tolist(), strict=True):
+            alone = alone_model(input_ids=ids[:, start:end]).logits[0]
+            assert _rel(packed.logits[0, start:end], alone) < 2e-2
+
+    torch.manual_seed(0)
+    q = torch.randn(ids.shape[1], 4, 16, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(ids.shape[1], 2, 16, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    kernel = ALL_ATTENTION_FUNCTIONS[PACKED_VARLEN]  # as a layer calls it: (batch, heads, tokens, head_dim)
+    flash, _ = kernel(model.model.layers[0].self_attn, *(x.transpose(0, 1)[None] for x in (q, k, v)), None,
+                      scaling=16**-0.5, **{key: batch[key] for key in BOUNDARIES})  # fmt: skip
+    reference = reference_varlen_attention(*(x.float().cpu() for x in (q, k, v)), cu.cpu(), 16**-0.5)
+    assert _rel(flash[0].cpu(), reference) < 2e-2
 
     def train_step():
         model.train()
-        model(input_ids=ids, position_ids=positions, labels=ids).loss.backward()
+        model(**batch).loss.backward()
 
     kernels = _attention_kernels(train_step)
     print(f"\nvarlen, packed row (forward + backward): {sorted(kernels)}")
@@ -113,6 +137,87 @@ def test_packed_rows_match_documents_alone_on_pytorch_flash_varlen(encoded, tiny
     assert any("pytorch_flash::flash_bwd" in k for k in kernels), kernels
     assert not any("cudnn" in k or "fmha" in k for k in kernels), kernels
     assert all(p.grad is None or torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+def _cuda_run(tmp_path, *overrides: str) -> SFTRun:
+    app, resolved = app_config(
+        ["recipe=tiny", "recipe.dtype=bf16", "recipe.per_device_batch_size=2", "recipe.grad_accum=2",
+         "data.datasets=[{synthetic: 160}]", "data.val_size=0", "run.report_to=none",
+         f"run.output_dir={tmp_path / 'run'}", *overrides]
+    )  # fmt: skip
+    run = SFTRun(app, resolved)
+    run.setup()
+    return run
+
+
+def _trainer_batch(run: SFTRun) -> dict:
+    """Two packed rows through the trainer's collator, on CUDA."""
+    batch = run.trainer.data_collator([run.trainer.train_dataset[i] for i in range(2)])
+    return {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+
+
+def _syncs(fn) -> int:
+    """Host syncs CUDA reports (`torch.cuda.set_sync_debug_mode`) while `fn` runs."""
+    torch.cuda.synchronize()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            fn()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    return sum("synchroniz" in str(w.message) for w in caught)
+
+
+def test_auto_on_cuda_trains_through_varlen_with_no_sync_of_the_trainers_own(tmp_path):
+    run = _cuda_run(tmp_path)
+    assert run.attn_implementation == (
+        PACKED_VARLEN if importlib.util.find_spec("flash_attn") is None else run.attn_implementation
+    )
+    trainer, model = run.trainer, run.trainer.model.cuda()
+    rows = [trainer.train_dataset[i] for i in range(2)]
+    batch = {
+        k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in trainer.data_collator(rows).items()
+    }
+    targets = (batch["labels"][:, 1:] != -100).sum()
+
+    def bare():
+        model(**batch, use_cache=False, fused_lm_head=True).log_probs.sum().backward()
+
+    model.train()
+    bare()  # warm-up
+    model_syncs = _syncs(bare)
+    assert _syncs(lambda: trainer.training_step(model, dict(batch), targets)) == model_syncs
+    print(f"\nhost syncs in one micro-step: {model_syncs} (the model's and trl's fused head's own)")
+
+
+def test_compiled_decoder_layers_match_eager_ones_on_cuda(tmp_path):
+    run = _cuda_run(tmp_path)
+    model = run.trainer.model.cuda().train()
+    batch = _trainer_batch(run)
+
+    def loss_and_grad():
+        model.zero_grad()
+        loss = model(**batch, use_cache=False, fused_lm_head=True).log_probs.sum()
+        loss.backward()
+        return loss.detach().float(), model.model.layers[0].mlp.down_proj.weight.grad.float()
+
+    eager = loss_and_grad()
+    assert compile_decoder_layers(model) == model.config.num_hidden_layers  # inductor
+    compiled = loss_and_grad()
+    assert _rel(compiled[0], eager[0]) < 1e-2 and _rel(compiled[1], eager[1]) < 5e-2
+
+
+@pytest.mark.skipif(importlib.util.find_spec("liger_kernel") is None, reason="needs liger-kernel")
+def test_liger_kernels_train_like_the_eager_layers(tmp_path):
+    losses = {}
+    for liger in ("false", "true"):
+        run = _cuda_run(
+            tmp_path / liger, f"recipe.liger_kernels={liger}", "run.max_steps=3", "run.logging_steps=1"
+        )
+        run.train()
+        losses[liger] = [h["loss"] for h in run.trainer.state.log_history if "loss" in h]
+    assert losses["true"] == pytest.approx(losses["false"], rel=2e-2)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("flash_attn") is None, reason="needs flash-attn")
