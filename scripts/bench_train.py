@@ -323,7 +323,7 @@ def main() -> None:
     mean_len = args.median * math.exp(0.9**2 / 2)
     n_docs = int(args.repeats * args.steps * tokens_per_step / mean_len) + 8
     docs = documents(n_docs, args.median, base.max_length, vocab, args.seed)
-    console = Console(width=200)
+    console = Console(width=200, markup=False, highlight=False)  # messages quote [extras] verbatim
     console.print(f"packages: {packages()}")
     results, skipped = [], {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -45,3 +45,4 @@ def test_bench_train_times_the_trainers_step_on_cpu(tmp_path):
     assert all(len(r["tokens_per_s_all"]) == 2 and math.isfinite(r["loss_last"]) for r in results.values())
     if "liger-kernel (absent)" in proc.stdout:  # a lever this machine cannot run is skipped, with the reason
         assert "varlen+liger: skipped" in proc.stdout and "liger-kernel package" in proc.stdout
+        assert "the [gpu] extra" in proc.stdout  # the reason verbatim
