@@ -51,8 +51,7 @@ class EditSFTTrainer(SFTTrainer):
         self._last_time = 0.0
         self._sums: torch.Tensor | None = None  # entropy, top-1 hits, targets, padded-batch tokens
         self._row_tokens = 0  # padding-free rows: their lengths are known on the host
-        self._nonfinite: torch.Tensor | None = None
-        self._checked_step = 0
+        self._nonfinite: torch.Tensor | None = None  # any non-finite loss since the last check
         if compile_layers:  # traced at their first call, after train() has applied Liger and checkpointing
             compile_decoder_layers(self.model)
 
@@ -62,8 +61,8 @@ class EditSFTTrainer(SFTTrainer):
 
     # ------------------------------------------------------------------ the micro-step
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        """trl's training loss, its metrics summed on the device instead of read back (evaluation and
-        `return_outputs` go to trl unchanged)."""
+        """trl's training loss (the nll of the fused LM head, as our recipes train), its metrics summed on
+        the device instead of read back; evaluation and `return_outputs` go to trl unchanged."""
         if return_outputs or not self.model.training:
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
         outputs = model(**inputs, use_cache=False, fused_lm_head=True)
@@ -102,10 +101,10 @@ class EditSFTTrainer(SFTTrainer):
         bad = self._nonfinite.to(torch.float32).reshape(1)
         if dist.is_available() and dist.is_initialized():
             dist.all_reduce(bad, op=dist.ReduceOp.MAX)
-        first, self._nonfinite, self._checked_step = self._checked_step + 1, None, self.state.global_step
+        self._nonfinite = None
         if bad.item() > 0:
             raise NonFiniteLossError(
-                f"non-finite loss in steps {first}-{self.state.global_step}; stopped without saving. "
+                f"non-finite loss by step {self.state.global_step}; stopped without saving. "
                 f"The last good checkpoint (if any) is in {self.args.output_dir}; lower recipe.lr or check the data."
             )
 
