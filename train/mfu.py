@@ -3,8 +3,10 @@
 Per trained token, forward and backward (x3 the forward's 2 FLOPs per multiply-add):
 
 - **6N**: N = the parameters that multiply activations. The input embedding is a lookup, not a
-  matrix product, so it is left out; the LM head is a product over every position of the row
-  (the trainer computes logits everywhere), so it is in. Tied embeddings count once, as the head.
+  matrix product, so it is left out. The LM head counts only where it is computed: the trainer's
+  loss is trl's fused head, which projects only the positions that have a target (the
+  completion's tokens under completion-only loss, every token under `loss_on: all`), so its
+  parameters are weighted by that fraction of the tokens. Tied embeddings count once, as the head.
 - **attention**: a causal document of T tokens costs 2·T²·d multiply-adds per layer for QKᵀ and
   A·V together (half of the T² square), i.e. 6·L·d·T² FLOPs with the backward; per token of a
   batch of documents that is 6·L·d·ΣT²/ΣT (packed rows attend within each document, so it is the
@@ -80,10 +82,12 @@ class FlopsPerToken:
     layers: int
     hidden: int
     attention_length: float
+    head_params: int = 0  # the LM head's share of matmul_params
+    head_fraction: float = 1.0  # the fraction of tokens the head is computed at (those with a target)
 
     @property
     def dense(self) -> float:
-        return 6.0 * self.matmul_params
+        return 6.0 * (self.matmul_params - self.head_params * (1.0 - self.head_fraction))
 
     @property
     def with_attention(self) -> float:
@@ -97,8 +101,18 @@ class FlopsPerToken:
         return self.dense * scale, self.with_attention * scale
 
 
-def flops_per_token(model: nn.Module, attention_len: float) -> FlopsPerToken:
+def flops_per_token(model: nn.Module, attention_len: float, head_fraction: float = 1.0) -> FlopsPerToken:
+    """The model's counts; `head_fraction` = target tokens / tokens for the fused head."""
+    if not 0.0 <= head_fraction <= 1.0:
+        raise ValueError(f"head_fraction={head_fraction} is a fraction of the tokens (0..1)")
     config = model.config
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    head_params = 0 if head is None else getattr(head.weight, "ds_numel", None) or head.weight.numel()
     return FlopsPerToken(
-        matmul_parameters(model), config.num_hidden_layers, config.hidden_size, attention_len
+        matmul_parameters(model),
+        config.num_hidden_layers,
+        config.hidden_size,
+        attention_len,
+        head_params,
+        head_fraction,
     )

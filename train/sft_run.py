@@ -126,7 +126,10 @@ class SFTRun:
             processing_class=self.tokenizer,
             peft_config=self._peft_config(),
             callbacks=self.callbacks,
-            flops=flops_per_token(model, attention_len),
+            # the fused head projects only the positions with a target
+            flops=flops_per_token(
+                model, attention_len, train_report.target_tokens / max(train_report.tokens, 1)
+            ),
             peak_tflops=self.app.run.peak_tflops or detect_peak_tflops(),
             compile_layers=self.app.recipe.compile_layers,
         )

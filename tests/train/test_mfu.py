@@ -40,6 +40,12 @@ def test_attention_is_counted_per_document_from_its_squared_length():
     flops = flops_per_token(tiny(tied=False), attention_length([2, 4]))
     assert flops.dense == 6 * matmul_parameters(tiny(tied=False))
     assert flops.with_attention == pytest.approx(flops.dense + 6 * L * D * 20 / 6)
+    # completion-only loss: the fused head runs on the target tokens alone (a quarter of them here)
+    quarter = flops_per_token(tiny(tied=False), attention_length([2, 4]), head_fraction=0.25)
+    assert quarter.dense == 6 * (matmul_parameters(tiny(tied=False)) - 0.75 * V * D)
+    assert quarter.with_attention - quarter.dense == pytest.approx(flops.with_attention - flops.dense)
+    with pytest.raises(ValueError, match="fraction"):
+        flops_per_token(tiny(tied=False), 1.0, head_fraction=1.5)
     dense, with_attention = flops.mfu(1000.0, peak=1.0)
     assert dense == pytest.approx(1000 * flops.dense / 1e12) and with_attention > dense
     assert flops.mfu(1000.0, peak=None) == (None, None)
