@@ -86,10 +86,13 @@ else
 fi
 
 # The audit's Rust coverage reads -C instrument-coverage's profiles with the llvm-profdata and
-# llvm-cov of rustc's own LLVM version (known once rustc is there).
+# llvm-cov of rustc's own LLVM version (known once rustc is there); a rustc built without the
+# profiler runtime (Debian's) cannot instrument, so it gets none.
 llvm=$(rustc -vV 2>/dev/null | sed -n 's/^LLVM version: \([0-9]*\).*/\1/p')
 if [ -z "$llvm" ]; then
     step "llvm for Rust coverage: skipped (no rustc)"
+elif ! compgen -G "$(rustc --print sysroot)/lib/rustlib/*/lib/libprofiler_builtins-*.rlib" >/dev/null; then
+    step "llvm for Rust coverage: skipped (this rustc has no profiler runtime; the audit says so)"
 elif command -v "llvm-profdata-$llvm" >/dev/null 2>&1 || [ -x "/usr/lib/llvm-$llvm/bin/llvm-profdata" ]; then
     step "llvm for Rust coverage: present (LLVM $llvm)"
 elif [ "$system" != 0 ] && { [ "$(id -u)" = 0 ] || [ -n "${sudo:-}" ]; } && apt-cache show "llvm-$llvm" >/dev/null 2>&1; then

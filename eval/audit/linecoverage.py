@@ -19,7 +19,8 @@ executable line).
   lone-brace lines aside), and covered when a block that ran holds it.
 - **Rust**: `-C instrument-coverage`, its profile read by the `llvm-profdata` and `llvm-cov` of
   rustc's own LLVM version (rustup's llvm-tools or Debian's llvm-<version>); the lines `llvm-cov`
-  reports with a count, except bigcode's `fn main(){}`, which no test calls.
+  reports with a count, except bigcode's `fn main(){}`, which no test calls. It needs a rustc with
+  the profiler runtime: Debian's has none, and the reason is reported instead.
 A tool that is not installed is reported as unavailable with the install hint, never guessed.
 """
 

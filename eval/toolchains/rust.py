@@ -132,12 +132,18 @@ def _toolchain() -> Rust:
 @functools.cache
 def coverage_tools() -> tuple[str, str] | str:
     """(llvm-profdata, llvm-cov) of rustc's own LLVM version, which reading `-C instrument-coverage`'s
-    profiles needs, or why there are none: rustup's llvm-tools, else Debian's llvm-<version>."""
+    profiles needs (rustup's llvm-tools, else Debian's llvm-<version>), or why coverage cannot be
+    measured: those are missing, or rustc lacks the profiler runtime the instrumentation links."""
     rustc, sysroot = _rustc(), home()
     version = ask([rustc, "-vV"]) if rustc else None
     major = re.search(r"^LLVM version: (\d+)", version or "", re.M)
     if rustc is None or sysroot is None or major is None:
         return f"no working rustc ({INSTALL})"
+    if not any(Path(sysroot, "lib", "rustlib").glob("*/lib/libprofiler_builtins-*.rlib")):
+        return (
+            f"rustc in {sysroot} was built without the profiler runtime that -C instrument-coverage "
+            "needs (Debian's is; rustup's toolchains have it)"
+        )
     found = []
     for tool in ("llvm-profdata", "llvm-cov"):
         candidates = [
