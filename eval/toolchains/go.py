@@ -4,9 +4,10 @@ bigcode's harness writes the program and its tests to `main_test.go` and runs `g
 module that fetched testify from the network. Offline, GOPATH mode (`GO111MODULE=off`) finds
 testify in Debian's GOPATH, /usr/share/gocode (golang-github-stretchr-testify-dev), and
 `GOPROXY=off` keeps the go command off the network. Compiling testify and the standard packages
-takes seconds, so it is done once per Go version into a build cache that every run reads: the
-sandbox shows it read-only, go's attempts to add a run's own builds to it fail quietly, and
-`-count=1` keeps go from replaying a test result instead of running the test.
+takes seconds, so it is done once per Go version into a build cache that every run reads:
+bubblewrap shows it read-only and go's attempts to add a run's own builds to it fail quietly (the
+weaker local backend lets them in; go's cache is keyed by content), and `-count=1` keeps go from
+replaying a test result instead of running the test.
 """
 
 from __future__ import annotations
