@@ -18,7 +18,7 @@ from tiny_facts import FACTS, corpus, tokenizer, trained_model, update
 
 from core.editing import APIUpdate, EditExample, load_editor
 from core.errors import ConfigError
-from train.editors.locate import requests_of, subject_index, subject_request
+from train.editors.locate import PREFIX_STARTS, model_prefixes, requests_of, subject_index, subject_request
 from train.editors.memit import AlphaEditEditor, MEMITEditor, PMETEditor
 from train.editors.moments import Corpus
 from train.editors.rome import ROMEEditor, rank_one_update
@@ -98,6 +98,18 @@ def test_the_subject_is_the_apis_last_name_in_the_prompt_else_the_first_in_the_t
     assert index == len(ids) - 1 and tok.decode(ids[1 : index + 1]).endswith("math.isqrt")
     inside = subject_index(tok, request.prompt, len("## Code After:\ny"))  # a name mid-prompt
     assert tok.decode(ids[1 : inside + 1]) == "## Code After:\ny"
+
+
+def test_prefixes_are_the_models_own_seeded_and_need_no_pad_token(base):
+    tok = tokenizer()
+    tok.pad_token = None  # as CodeLlama's tokenizer: nothing to pad with
+    groups = model_prefixes(base, tok, [(5, 10), (3, 2)], seed=0)
+    assert [len(g) for g in groups] == [1, 10, 2] and groups[0] == [""]
+    for start in PREFIX_STARTS:  # the code openings take turns: two texts each
+        assert sum(text.startswith(start) for text in groups[1]) == 2, start
+    assert all(len(tok(text, add_special_tokens=False)["input_ids"]) >= 5 for text in groups[1])
+    assert groups == model_prefixes(base, tok, [(5, 10), (3, 2)], seed=0)
+    assert groups != model_prefixes(base, tok, [(5, 10), (3, 2)], seed=1)
 
 
 def test_an_update_without_names_uses_its_id():

@@ -112,21 +112,29 @@ def model_prefixes(
     new tokens sampled from the model (top-k 5, as ROME) after the code openings."""
     groups: list[list[str]] = [[""]]
     device = model_device(model)
-    with torch.random.fork_rng(devices=[]):
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    # the sampling RNG (CPU, and the model's GPU) is seeded here and restored after
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
         torch.manual_seed(seed)
         for tokens, count in lengths:
-            starts = [PREFIX_STARTS[i % len(PREFIX_STARTS)] for i in range(count)]
-            inputs = tokenizer(starts, return_tensors="pt", padding=True).to(device)
-            with torch.no_grad():
-                out = model.generate(
-                    **inputs,
-                    do_sample=True,
-                    top_k=5,
-                    max_new_tokens=tokens,
-                    min_new_tokens=tokens,
-                    pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
-                )
-            texts = tokenizer.batch_decode(out, skip_special_tokens=True)
+            texts: list[str] = []
+            for i, start in enumerate(PREFIX_STARTS):
+                n = len(range(i, count, len(PREFIX_STARTS)))  # the starts take turns
+                if n == 0:
+                    continue
+                # one start at a time: equal lengths, so no padding (CodeLlama's tokenizer has no pad)
+                inputs = tokenizer([start], return_tensors="pt").to(device)
+                with torch.no_grad():
+                    out = model.generate(
+                        **inputs,
+                        do_sample=True,
+                        top_k=5,
+                        max_new_tokens=tokens,
+                        min_new_tokens=tokens,
+                        num_return_sequences=n,
+                        pad_token_id=pad,
+                    )
+                texts += tokenizer.batch_decode(out, skip_special_tokens=True)
             groups.append([text.replace("\r", " ") for text in texts])
     return groups
 
