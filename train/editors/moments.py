@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -249,16 +250,11 @@ class SecondMoments:
             o.samples,
             o.chunk_tokens,
         )
-        batch: list[list[int]] = []
+        stream = chunks(self.tokenizer, Corpus(o.corpus).texts(), o.chunk_tokens, o.samples)
         progress = tqdm(total=o.samples, desc="second moments", unit="chunk")
         try:
-            for chunk in [*chunks(self.tokenizer, Corpus(o.corpus).texts(), o.chunk_tokens, o.samples), None]:
-                if chunk is not None:
-                    batch.append(chunk)
-                    if len(batch) < o.batch_size:
-                        continue
-                if not batch:
-                    break
+            # chunks are read as they are used: the corpus is never held tokenized in memory
+            while batch := list(itertools.islice(stream, o.batch_size)):
                 ids, mask = _pad(batch, self.tokenizer, device)
                 pending.clear()
                 with torch.no_grad(), contextlib.suppress(StopForward):
@@ -269,7 +265,6 @@ class SecondMoments:
                     sums[name] = k.T @ k if sums[name] is None else sums[name] + k.T @ k
                 count += int(keep.sum())
                 progress.update(len(batch))
-                batch = []
         finally:
             progress.close()
             for handle in handles:
