@@ -34,6 +34,7 @@ from train.editors.common import (
     model_device,
     pad_rows,
     prompt_and_target,
+    trainable_only,
 )
 from train.editors.moments import MomentOptions, SecondMoments
 
@@ -293,7 +294,7 @@ def optimise_values(
     deltas = [torch.zeros_like(init, requires_grad=True) for init in inits]
     optimizer = torch.optim.Adam(deltas, lr=options.lr)
     labels = rows.labels[:n, 1:]
-    with _frozen(model):
+    with trainable_only(model, []):  # no parameter gradients, only the deltas'
         for step in range(options.steps):
             with _added(sites, index, rows.subject, deltas):
                 logits = forward(model, rows)
@@ -326,31 +327,10 @@ def optimise_values(
 def _added(
     sites: Sequence[nn.Module], index: torch.Tensor, cols: torch.Tensor, deltas: Sequence[torch.Tensor]
 ) -> Iterator[None]:
-    with _stack(
-        [add_at(site, index, cols, d.expand(len(index), -1)) for site, d in zip(sites, deltas, strict=True)]
-    ):
-        yield
-
-
-@contextmanager
-def _stack(managers: Sequence[Any]) -> Iterator[None]:
     with ExitStack() as stack:
-        for manager in managers:
-            stack.enter_context(manager)
+        for site, delta in zip(sites, deltas, strict=True):
+            stack.enter_context(add_at(site, index, cols, delta.expand(len(index), -1)))
         yield
-
-
-@contextmanager
-def _frozen(model: nn.Module) -> Iterator[None]:
-    """No parameter gradients while the deltas are optimised; flags restored after."""
-    flags = [(p, p.requires_grad) for p in model.parameters()]
-    try:
-        for p, _ in flags:
-            p.requires_grad_(False)
-        yield
-    finally:
-        for p, flag in flags:
-            p.requires_grad_(flag)
 
 
 # -------------------------------------------------------------------------------- weight sets
