@@ -18,31 +18,47 @@ exact device name (an H100 PCIe or NVL is not an SXM card).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-# Dense (no sparsity) bf16 peak TFLOP/s, from the vendors' datasheets. First match wins, so the
-# specific names come before the family's SXM figure.
-PEAK_TFLOPS: tuple[tuple[str, float], ...] = (
-    ("H200 NVL", 835.0),
-    ("H200", 989.0),
-    ("H100 NVL", 835.0),
-    ("H100 PCIE", 756.0),
-    ("H100", 989.0),  # SXM: "NVIDIA H100 80GB HBM3"
-    ("A100", 312.0),  # SXM4 and PCIe alike
-    ("L40S", 362.0),
-    ("A10G", 125.0),
-    ("L4", 121.0),
-)
+# Dense (no sparsity) bf16 peak TFLOP/s per model, from the vendors' datasheets: (SXM or the only
+# form, PCIe, NVL). A model is matched as a whole word of the name, so an L40 is not an L4 and a
+# GH200 is not an H200; the form factor comes from a "PCIe" or "NVL" word in the name.
+PEAK_TFLOPS: dict[str, tuple[float, float | None, float | None]] = {
+    "GB200": (2500.0, None, None),
+    "B200": (2250.0, None, None),
+    "B100": (1750.0, None, None),
+    "GH200": (989.0, None, None),
+    "H200": (989.0, None, 835.0),
+    "H100": (989.0, 756.0, 835.0),  # SXM: "NVIDIA H100 80GB HBM3"
+    "H800": (989.0, 756.0, None),
+    "H20": (148.0, None, None),
+    "A100": (312.0, 312.0, None),  # SXM4 and PCIe alike
+    "A800": (312.0, 312.0, None),
+    "L40S": (362.0, None, None),
+    "L40": (181.0, None, None),
+    "L4": (121.0, None, None),
+    "A10": (125.0, None, None),
+}
 
 
 def peak_tflops(device_name: str) -> float | None:
-    """The dense bf16 peak of the device named `device_name` (torch.cuda.get_device_name), or None."""
-    name = device_name.upper()
-    return next((tflops for key, tflops in PEAK_TFLOPS if key in name), None)
+    """The dense bf16 peak of the device named `device_name` (torch.cuda.get_device_name), or None
+    for a device (or form factor) not in the table: MFU is then not logged rather than guessed."""
+    words = re.split(r"[^A-Z0-9]+", device_name.upper())
+    model = next((word for word in words if word in PEAK_TFLOPS), None)
+    if model is None:
+        return None
+    sxm, pcie, nvl = PEAK_TFLOPS[model]
+    if "NVL" in words:
+        return nvl
+    if "PCIE" in words:
+        return pcie
+    return sxm
 
 
 def detect_peak_tflops() -> float | None:

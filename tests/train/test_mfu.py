@@ -61,6 +61,15 @@ def test_attention_is_counted_per_document_from_its_squared_length():
         ("NVIDIA H200 NVL", 835.0),
         ("NVIDIA A100-SXM4-80GB", 312.0),
         ("NVIDIA A100 80GB PCIe", 312.0),
+        ("NVIDIA H800 PCIe", 756.0),
+        ("NVIDIA GH200 480GB", 989.0),  # not read as an H200 NVL or PCIe card
+        ("NVIDIA B200", 2250.0),
+        ("NVIDIA L40S", 362.0),
+        ("NVIDIA L40", 181.0),  # not an L4
+        ("NVIDIA L4", 121.0),
+        ("NVIDIA A10G", None),  # no datasheet figure for the cloud variant: run.peak_tflops sets it
+        ("NVIDIA A10", 125.0),
+        ("NVIDIA H200 PCIe", None),  # no such card: no guess
         ("NVIDIA GeForce RTX 4090", None),
     ],
 )
