@@ -16,7 +16,9 @@ Names: a base (`padded`, `sdpa`, `varlen`, `auto`: packing and attention) and `+
 (`ckpt`, `ckpt2` = every 2nd layer, `nockpt`, `liger`, `compile`, `mb2` = two rows per micro-batch,
 `workers2` = two dataloader workers). The trainer logs every --steps optimizer steps; the first
 pass over the data is warm-up (compilation, a cuDNN plan per new shape), then --repeats windows
-are timed: median tokens/s per device and spread, MFU as the trainer logs it (6N and 6N +
+are timed. The configurations run interleaved, --rounds times over (each round builds every one
+afresh, in a rotated order), so drift of the machine falls on all of them alike; reported: the
+median tokens/s per device over every window of every round and the spread, MFU as the trainer logs it (6N and 6N +
 attention, train/mfu.py), peak memory, and on CUDA the attention kernels of one warm-up step
 (torch.profiler) with the GPU time per kind. A configuration whose options this machine cannot run
 (Liger without liger-kernel, ...) is skipped with the reason.
@@ -266,6 +268,24 @@ def run_config(
     return row
 
 
+def merge_rounds(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One configuration's rounds as one row: the median over every timed window of every round,
+    MFU at that median (it is proportional to the rate), the highest peak memory."""
+    first = rows[0]
+    rates = [rate for row in rows for rate in row["tokens_per_s_all"]]
+    median = statistics.median(rates)
+    scale = median / first["tokens_per_s"]
+    memory = [row["peak_mem_gib"] for row in rows if row["peak_mem_gib"] is not None]
+    return first | {
+        "tokens_per_s": median,
+        "tokens_per_s_all": rates,
+        "mfu": first["mfu"] * scale if first["mfu"] is not None else None,
+        "mfu_attn": first["mfu_attn"] * scale if first["mfu_attn"] is not None else None,
+        "peak_mem_gib": max(memory) if memory else None,
+        "rounds": len(rows),
+    }
+
+
 # ---------------------------------------------------------------------------- main
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -283,7 +303,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument(
         "--steps", type=int, default=None, help="optimizer steps per timed window (default 4 CUDA, 2 CPU)"
     )
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=3, help="timed windows per configuration and round")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="rounds over all configurations, interleaved (each round builds every one afresh)",
+    )
     p.add_argument(
         "--peak-tflops", type=float, default=None, help="dense bf16 peak for MFU (default: detected)"
     )
@@ -325,25 +351,29 @@ def main() -> None:
     docs = documents(n_docs, args.median, base.max_length, vocab, args.seed)
     console = Console(width=200, markup=False, highlight=False)  # messages quote [extras] verbatim
     console.print(f"packages: {packages()}")
-    results, skipped = [], {}
+    skipped: dict[str, str] = {}
+    rounds: dict[str, list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name in configs:
-            try:
-                row = run_config(args, name, docs, tokenizer, Path(tmp))
-            except ConfigError as err:
-                skipped[name] = str(err)
-                console.print(f"{name}: skipped: {err}")
-                continue
-            results.append(row)
-            console.print(
-                f"{name}: {row['attention']} {row['tokens_per_s']:.0f} tokens/s, windows "
-                f"{[round(r) for r in row['tokens_per_s_all']]}, kernels {row['attention_kernels']}"
-                + (
-                    f", GPU time { ({k: round(v, 3) for k, v in row['kernel_time_share'].items()}) }"
-                    if row["kernel_time_share"]
-                    else ""
+        for k in range(args.rounds):  # interleaved: every configuration once per round, order rotated
+            order = configs[k % len(configs) :] + configs[: k % len(configs)]
+            for name in (n for n in order if n not in skipped):
+                try:
+                    row = run_config(args, name, docs, tokenizer, Path(tmp) / f"round{k}")
+                except ConfigError as err:
+                    skipped[name] = str(err)
+                    console.print(f"{name}: skipped: {err}")
+                    continue
+                rounds.setdefault(name, []).append(row)
+                console.print(
+                    f"round {k + 1}/{args.rounds} {name}: {row['attention']} {row['tokens_per_s']:.0f} tokens/s, "
+                    f"windows {[round(r) for r in row['tokens_per_s_all']]}, kernels {row['attention_kernels']}"
+                    + (
+                        f", GPU time { ({kind: round(v, 3) for kind, v in row['kernel_time_share'].items()}) }"
+                        if row["kernel_time_share"]
+                        else ""
+                    )
                 )
-            )
+    results = [merge_rounds(rounds[name]) for name in configs if name in rounds]
     report(args, base, docs, results, skipped, console)
 
 
@@ -361,7 +391,8 @@ def report(
     n_params = results[0]["n_params"] if results else 0
     table = Table(
         title=f"SFT step, recipe={args.recipe} ({n_params / 1e9:.2f}B), {device_name}, {base.dtype.value}, "
-        f"rows of {base.max_length} tokens, {args.repeats} windows of {args.steps} steps; MFU over {peak} TFLOP/s"
+        f"rows of {base.max_length} tokens, {args.rounds} rounds x {args.repeats} windows of {args.steps} steps; "
+        f"MFU over {peak} TFLOP/s"
     )
     for col in (
         "config",

@@ -1,5 +1,6 @@
 """A smoke run of scripts/bench_train.py on CPU with the tiny recipe: the trainer's own step for the
-padded baseline, packed rows through SDPA and through the varlen path, and a parsable RESULT line.
+padded baseline, packed rows through SDPA and through the varlen path, interleaved over rounds, and a
+parsable RESULT line.
 
 Speed is not asserted: the figures come from the full run on a GPU (docs/performance.md).
 """
@@ -23,7 +24,7 @@ def test_bench_train_times_the_trainers_step_on_cpu(tmp_path):
     report = tmp_path / "bench.json"
     proc = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "bench_train.py"), "--device", "cpu", "--steps", "1",
-         "--repeats", "2", "--configs", "padded,sdpa,varlen,varlen+liger", "--json", str(report)],
+         "--repeats", "2", "--rounds", "2", "--configs", "padded,sdpa,varlen,varlen+liger", "--json", str(report)],
         cwd=tmp_path,
         env={**os.environ, "OMP_NUM_THREADS": "1"},
         capture_output=True,
@@ -42,7 +43,11 @@ def test_bench_train_times_the_trainers_step_on_cpu(tmp_path):
     results = {r["config"]: r for r in json.loads(report.read_text())["results"]}
     assert results["varlen"]["attention"] == "packed_varlen" and results["sdpa"]["attention"] == "sdpa"
     assert results["padded"]["non_pad_fraction"] < 1.0 == results["varlen"]["non_pad_fraction"]
-    assert all(len(r["tokens_per_s_all"]) == 2 and math.isfinite(r["loss_last"]) for r in results.values())
+    # two interleaved rounds of two windows each, merged into one median per configuration
+    assert all(len(r["tokens_per_s_all"]) == 4 and r["rounds"] == 2 for r in results.values())
+    assert all(math.isfinite(r["loss_last"]) for r in results.values())
+    rounds = [line.split()[2].rstrip(":") for line in proc.stdout.splitlines() if line.startswith("round ")]
+    assert rounds == ["padded", "sdpa", "varlen", "sdpa", "varlen", "padded"]  # rotated; Liger skipped on CPU
     if "liger-kernel (absent)" in proc.stdout:  # a lever this machine cannot run is skipped, with the reason
         assert "varlen+liger: skipped" in proc.stdout and "liger-kernel package" in proc.stdout
         assert "the [gpu] extra" in proc.stdout  # the reason verbatim
