@@ -3,7 +3,8 @@
  * The server used to reach them through ctypes, which left a general raw-memory primitive
  * loaded in every sandboxed program (reachable without an import through
  * object.__subclasses__()). Every function here takes integers, a path's descriptor or a byte
- * string, never an address: nothing in this module reads or writes memory a caller names.
+ * string, never an address: nothing in this module reads or writes memory a caller names (but
+ * guard_forks, which zeroes a bytearray's own buffer in forked children, and arms once).
  * Built on first use for each interpreter by core/sandbox/native.py.
  */
 #define PY_SSIZE_T_CLEAN
@@ -20,7 +21,9 @@
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/syscall.h>
+#include <pthread.h>
 #include <sched.h>
+#include <string.h>
 #include <unistd.h>
 
 #ifndef SYS_landlock_create_ruleset
@@ -166,6 +169,50 @@ static PyObject *ipc_in_use(PyObject *self, PyObject *unused) {
     return PyBool_FromLong(segments > 0 || sets > 0 || queues > 0);
 }
 
+/* The run's pass nonce and report pipe, guarded in every fork of the run. glibc calls the child
+ * handler inside fork() itself (os.fork, os.forkpty, a subprocess's preexec_fn fork), before any
+ * Python code runs in the child and whatever happens to Python's own at-fork hooks, which a
+ * program can make fail (a MemoryError while the interpreter copies its hook list). A fork of the
+ * run therefore never holds the nonce and cannot write to the report pipe: it cannot pass on the
+ * run's behalf or hand the nonce back to it. */
+static volatile char *guarded_nonce = NULL;
+static Py_ssize_t guarded_length = 0;
+static int guarded_report_fd = -1;
+static PyObject *guarded_owner = NULL; /* keeps the nonce's buffer alive */
+static int fork_guard_registered = 0;
+
+static void zero_in_forked_child(void) {
+    for (Py_ssize_t i = 0; i < guarded_length; i++) guarded_nonce[i] = 0;
+    if (guarded_report_fd >= 0) close(guarded_report_fd);
+}
+
+/* (bytearray, report fd): armed once per process. The run's child arms it before the program
+ * starts; a later call (the program loading this module itself) is refused, so the guard cannot
+ * be pointed at another buffer or descriptor. */
+static PyObject *guard_forks(PyObject *self, PyObject *args) {
+    PyObject *nonce;
+    int report_fd;
+    if (!PyArg_ParseTuple(args, "Yi", &nonce, &report_fd)) return NULL;
+    if (guarded_owner != NULL) {
+        PyErr_SetString(PyExc_PermissionError, "the fork guard is already armed in this process");
+        return NULL;
+    }
+    if (!fork_guard_registered) {
+        int error = pthread_atfork(NULL, NULL, zero_in_forked_child);
+        if (error) {
+            errno = error;
+            return fail("pthread_atfork");
+        }
+        fork_guard_registered = 1;
+    }
+    Py_INCREF(nonce);
+    guarded_owner = nonce;
+    guarded_nonce = PyByteArray_AS_STRING(nonce);
+    guarded_length = PyByteArray_GET_SIZE(nonce);
+    guarded_report_fd = report_fd;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"set_no_new_privs", set_no_new_privs, METH_NOARGS, "prctl(PR_SET_NO_NEW_PRIVS, 1)"},
     {"prctl_set", prctl_set, METH_VARARGS, "prctl(option, value) for PDEATHSIG and CHILD_SUBREAPER"},
@@ -180,6 +227,7 @@ static PyMethodDef methods[] = {
     {"keyring_clear", keyring_clear, METH_VARARGS, "keyctl(KEYCTL_CLEAR, keyring)"},
     {"ipc_remove", ipc_remove, METH_VARARGS, "(kind, id): remove a SysV IPC object"},
     {"ipc_in_use", ipc_in_use, METH_NOARGS, "whether any SysV IPC object exists in this namespace"},
+    {"guard_forks", guard_forks, METH_VARARGS, "(nonce bytearray, report fd): zeroed and closed in every fork; once"},
     {NULL, NULL, 0, NULL},
 };
 

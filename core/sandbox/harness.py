@@ -444,7 +444,8 @@ class Server:
                 )
                 if channel_fd is not None:  # the wrapper program takes it (and so removes it) first
                     builtins.__editforge_report__ = _channel_writer(channel_fd, channel_token)
-                _run_python(job, main_path, collector, key_fd, report_fd, data_fd, writable)
+                guard_forks = self.native.guard_forks
+                _run_python(job, main_path, collector, key_fd, report_fd, data_fd, writable, guard_forks)
             _exec_command(job["argv"])
         except BaseException as exc:  # the harness failed in the child: never return to the server loop
             os.write(2, f"sandbox harness: {exc!r}\n".encode())
@@ -452,7 +453,14 @@ class Server:
 
 
 def _run_python(
-    job: dict, main_path: str, collector, key_fd: int, report_fd: int, data_fd: int, writable: tuple[str, ...]
+    job: dict,
+    main_path: str,
+    collector,
+    key_fd: int,
+    report_fd: int,
+    data_fd: int,
+    writable: tuple[str, ...],
+    guard_forks,
 ) -> NoReturn:
     """Run the job's program as ``__main__``, then its tests in the same namespace; report the nonce
     only if both ran to the end.
@@ -463,7 +471,8 @@ def _run_python(
     code, which the audit hook guards (``_install_guard``), so a wrong program cannot read the
     expected values. The nonce is read and its pipe closed before the program starts; from then
     on it, like the tests' code, lives only in the arguments of ``functools.partial`` objects
-    that C code calls one after the other.
+    that C code calls one after the other. ``guard_forks`` (the native module's, armed once) zeroes
+    it and closes the report pipe in every fork of the program, from inside fork() itself.
 
     A wrapper program (``candidate_file`` set: it compiles the candidate itself) does not get the
     tests either: it takes ``__editforge_tests__`` out of the builtins and calls it with a function
@@ -473,13 +482,11 @@ def _run_python(
     exit_ = os._exit  # bound now: the program may replace os._exit
     module = _main_module(main_path)
     if collector is not None:
-        _run_measured(job, main_path, module, collector, key_fd, report_fd, data_fd, writable)
+        _run_measured(job, main_path, module, collector, key_fd, report_fd, data_fd, writable, guard_forks)
     try:
         program = compile(job.pop("program"), main_path, "exec", dont_inherit=True, optimize=0)
     except BaseException as exc:
         exit_(_fail(exc, report_fd))
-    # Forks of the program do not speak for the run (closerange cannot raise).
-    os.register_at_fork(after_in_child=functools.partial(os.closerange, report_fd, report_fd + 1))
     strict = not job.get("unverified")
     _install_guard(DENIED_EVENTS, PRIVATE_PROC, job.get("candidate_file") or main_path, writable, strict)
     namespace, finish = module.__dict__, []
@@ -498,7 +505,7 @@ def _run_python(
                         namespace,
                     ),
                     functools.partial(_finish, finish, None),
-                    functools.partial(os.write, report_fd, _take_nonce(key_fd)),
+                    functools.partial(os.write, report_fd, _take_nonce(key_fd, report_fd, guard_forks)),
                 ),
             ),
             0,
@@ -520,6 +527,7 @@ def _run_measured(
     report_fd: int,
     data_fd: int,
     writable: tuple[str, ...],
+    guard_forks,
 ) -> NoReturn:
     """A coverage run: program and tests as one file (main.py), as CanItEdit measures them. Its
     sample was judged by a verdict run before; this run's pass only decides whether coverage counts."""
@@ -529,7 +537,6 @@ def _run_measured(
         code = compile(source, main_path, "exec", dont_inherit=True, optimize=0)
     except BaseException as exc:
         exit_(_fail(exc, report_fd))
-    os.register_at_fork(after_in_child=functools.partial(os.closerange, report_fd, report_fd + 1))
     collector.start()
     candidate_file, strict = job.get("candidate_file") or main_path, not job.get("unverified")
     _install_guard(DENIED_EVENTS - _TRACING_EVENTS, PRIVATE_PROC, candidate_file, writable, strict)
@@ -539,7 +546,7 @@ def _run_measured(
                 operator.call,
                 (
                     functools.partial(exec, code, module.__dict__),
-                    functools.partial(os.write, report_fd, _take_nonce(key_fd)),
+                    functools.partial(os.write, report_fd, _take_nonce(key_fd, report_fd, guard_forks)),
                 ),
             ),
             0,
@@ -606,12 +613,15 @@ def _records(channel: bytes, token: bytes) -> str:
     return b"\n".join(lines).decode("utf-8", errors="replace")
 
 
-def _take_nonce(key_fd: int) -> bytearray:
-    """The nonce, in a buffer that every fork of the program zeroes: a forked copy of the run that
-    passes cannot hand the nonce to the run itself (which would then pass whatever it did)."""
+def _take_nonce(key_fd: int, report_fd: int, guard_forks) -> bytearray:
+    """The nonce, in a buffer that every fork of the program zeroes, and the report pipe, which
+    every fork closes: a forked copy of the run that passes cannot hand the nonce to the run itself
+    (which would then pass whatever it did). The guard is C's (pthread_atfork, run inside fork()),
+    not Python's at-fork hooks: those a program can make fail (a MemoryError while the interpreter
+    copies its hook list) and then read through ``sys.unraisablehook``."""
     nonce = bytearray(os.read(key_fd, 64))
     os.close(key_fd)
-    os.register_at_fork(after_in_child=functools.partial(nonce.__init__, len(nonce)))
+    guard_forks(nonce, report_fd)
     return nonce
 
 
@@ -637,6 +647,8 @@ def _install_guard(
       memory unchecked;
     - ``marshal.loads``, except importlib's own loading of a ``.pyc`` (its own loader classes and
       file reading, unpatched);
+    - a program's own ``sys.unraisablehook``: an unraisable error hands it the object involved,
+      which may be the harness's own (the default hook, which only prints, runs instead);
     - strict mode: importing a module that offers raw memory (``RAW_MEMORY_MODULES``, matched on
       any component of the module's name and on the shared object's file name), as an ImportError,
       so that code with an optional dependency falls back.
@@ -650,6 +662,7 @@ def _install_guard(
     isinstance_, basename, import_error = isinstance, os.path.basename, ImportError
     raw_modules = RAW_MEMORY_MODULES
     coroutine_code = types.coroutine.__code__
+    default_unraisable = sys.__unraisablehook__
     own_bytecode = _bytecode_loading_checker()
     busy: set[int] = set()  # threads inside the hook, whose own lookups raise events too
 
@@ -697,6 +710,8 @@ def _install_guard(
     def guard(event: str, args: tuple) -> None:
         if event in denied:
             raise error(f"{event} is not allowed in the sandbox")
+        if event == "sys.unraisablehook" and args[0] is not None and args[0] is not default_unraisable:
+            raise error("a program's own sys.unraisablehook is not called in the sandbox")
         if event == "open" and args and args[0] is not None and not isinstance_(args[0], int_):
             path = fspath(args[0])
             if isinstance_(path, bytes_):

@@ -3,7 +3,10 @@ cannot be built, and no function that takes an address."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +26,7 @@ OFFERED = {
     "keyring_clear",
     "ipc_remove",
     "ipc_in_use",
+    "guard_forks",
 }
 
 
@@ -37,6 +41,52 @@ def test_the_module_offers_only_narrow_calls():
     with pytest.raises(TypeError):
         module.seccomp_install(12345)  # an address is not a program
     assert module.landlock_abi() >= 0
+
+
+FORK_GUARD = """
+import os, sys
+from core.sandbox import native
+module = native.load()
+nonce, (r, w) = bytearray(b"the-run-nonce"), os.pipe()
+try:
+    module.guard_forks(b"bytes", w)
+except TypeError:
+    pass
+else:
+    sys.exit("a bytes object was accepted")
+module.guard_forks(nonce, w)
+try:
+    module.guard_forks(bytearray(b"decoy"), r)
+except PermissionError:
+    pass
+else:
+    sys.exit("the guard was pointed elsewhere")
+pid = os.fork()
+if pid == 0:
+    try:
+        os.fstat(w)
+        os._exit(3)  # the report pipe is still open in the fork
+    except OSError:
+        pass
+    os._exit(0 if nonce == bytearray(len(nonce)) else 4)
+code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+assert code == 0, code
+assert nonce == b"the-run-nonce"  # the run itself keeps it
+os.fstat(w)
+print("guarded")
+"""
+
+
+def test_the_fork_guard_zeroes_the_nonce_and_closes_the_pipe_in_forks_only_and_arms_once():
+    """In a process of its own: once armed, the guard acts in every fork of that process."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(FORK_GUARD)],
+        cwd=Path(native.__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "guarded", done.stderr
 
 
 def test_it_is_built_once_per_source_and_interpreter(tmp_path, monkeypatch):

@@ -1036,6 +1036,101 @@ def test_a_forked_copy_cannot_pass_for_the_run(sandbox, marker):
     check_aftermath(sandbox, marker)
 
 
+# A fork in which Python's own at-fork hooks do not run: the interpreter copies its list of hooks
+# (made long here) before calling them, and with the address space capped just above what is
+# mapped that copy fails with a MemoryError, reported through sys.unraisablehook.
+FORK_WITHOUT_PYTHON_HOOKS = """
+import os, resource, mmap
+_soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+def _mapped():
+    lo, hi = 0, _hard
+    while hi - lo > 4096:
+        mid = (lo + hi) // 2
+        resource.setrlimit(resource.RLIMIT_AS, (mid, _hard))
+        try:
+            mmap.mmap(-1, 4096).close(); hi = mid
+        except OSError:
+            lo = mid
+    resource.setrlimit(resource.RLIMIT_AS, (_hard, _hard))
+    return hi
+for _ in range(5_000_000):
+    os.register_at_fork(after_in_child=int)
+def fork_without_python_hooks():
+    resource.setrlimit(resource.RLIMIT_AS, (_mapped() + (8 << 20), _hard))
+    pid = os.fork()
+    resource.setrlimit(resource.RLIMIT_AS, (_hard, _hard))
+    return pid
+"""
+
+
+def test_a_fork_whose_python_hooks_fail_still_holds_no_nonce(sandbox, marker):
+    """The guessing copies of the test above, forked so that Python's at-fork hooks fail: the
+    nonce is zeroed and the report pipe closed by C code inside fork() itself."""
+    program = FORK_WITHOUT_PYTHON_HOOKS + (
+        "import stat, fcntl\n"
+        "def report_pipe():\n"
+        "    for fd in range(3, 256):\n"
+        "        try:\n"
+        "            st = os.fstat(fd)\n"
+        "        except OSError:\n"
+        "            continue\n"
+        "        if stat.S_ISFIFO(st.st_mode) and fcntl.fcntl(fd, fcntl.F_GETFL) & 3 == 1:\n"
+        "            return fd\n"
+        "R = report_pipe()\n"
+        "def is_even(n):\n"
+        "    for guess in (True, False):\n"
+        "        r, w = os.pipe()\n"
+        "        pid = fork_without_python_hooks()\n"
+        "        if pid == 0:\n"
+        "            os.close(r); os.dup2(w, R)\n"
+        "            return guess\n"
+        "        os.close(w); os.waitpid(pid, 0); data = b''\n"
+        "        while chunk := os.read(r, 4096):\n"
+        "            data += chunk\n"
+        "        if data and not data.startswith(b'!'):\n"
+        "            os.write(R, data); os._exit(0)\n"
+        "    os._exit(1)\n"
+    )
+    tests = "assert is_even(3) is False\nassert is_even(4) is True\nassert not is_even(5)\n"
+    result = run_hostile(sandbox, marker, program, tests=tests)
+    assert result.status == "failed", result
+    check_aftermath(sandbox, marker)
+
+
+def test_the_failed_fork_hooks_hand_nothing_to_an_unraisable_hook(sandbox, marker):
+    """The same failed copy of the hook list, given to the program's own sys.unraisablehook: it
+    held the harness's hooks (the nonce buffer, the report descriptor) until those moved to C; the
+    program's hook is no longer called either."""
+    program = (
+        "def add(a, b):\n    return 0\n"
+        + FORK_WITHOUT_PYTHON_HOOKS
+        + (
+            "import sys\n"
+            "def grab(args):\n"
+            "    resource.setrlimit(resource.RLIMIT_AS, (_hard, _hard))\n"
+            "    nonce = fd = None\n"
+            "    for hook in args.object[:64]:\n"
+            "        func = getattr(hook, 'func', None)\n"
+            "        if func is os.closerange:\n"
+            "            fd = hook.args[0]\n"
+            "        elif isinstance(getattr(func, '__self__', None), bytearray):\n"
+            "            nonce = func.__self__\n"
+            "    try:\n"
+            "        os.write(fd, bytes(nonce))\n"
+            "    finally:\n"
+            "        os._exit(0)\n"
+            "getattr(os, 'sys', sys).unraisablehook = grab\n"
+            "if fork_without_python_hooks() == 0:\n"
+            "    os._exit(5)\n"
+            "os.wait()\n"
+            "os._exit(0)\n"
+        )
+    )
+    result = run_hostile(sandbox, marker, program, tests="assert add(2, 3) == 5\n")
+    assert result.status == "failed" and not result.passed, result
+    check_aftermath(sandbox, marker)
+
+
 def test_a_wrapper_reads_frames_its_candidate_may_not(sandbox):
     wrapper = (
         "import sys\n"
