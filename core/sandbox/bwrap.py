@@ -103,6 +103,9 @@ def bwrap_argv(
     argv += ["--unshare-uts", "--hostname", "sandbox", "--unshare-cgroup-try"]
     argv += [] if profile.network else ["--unshare-net"]
     argv += ["--cap-drop", "ALL", "--die-with-parent", "--new-session", "--chdir", WORK_DIR]
+    # bwrap's root is a tmpfs of its own, which would outlive a run in the worker: read-only, so
+    # that /tmp and /dev/shm (emptied after every run) are all a run can write
+    argv += ["--remount-ro", "/"]
     return argv
 
 

@@ -251,7 +251,7 @@ class Server:
         for name, (r, w) in pipes.items():
             os.close(r if name == "key" else w)
         nonce = os.urandom(16).hex().encode()
-        if job["kind"] == "python":
+        if job["kind"] == "python" or job.get("run_token"):
             with contextlib.suppress(OSError):  # a dead child closed its end: it cannot pass anyway
                 os.write(pipes["key"][1], nonce)
         os.close(pipes["key"][1])
@@ -375,11 +375,20 @@ class Server:
         if code < 0:
             return "killed", code, f"killed by {signal.Signals(-code).name}"
         if job["kind"] != "python":
-            marker = job.get("pass_marker")
-            if code == 0 and (marker is None or marker.encode() in out):
+            marker, token = job.get("pass_marker"), job.get("run_token")
+            if code == 0 and (marker is None or marker.encode() in out) and (not token or report == nonce):
                 return "passed", 0, ""
-            missing = f"; pass marker {marker!r} not in stdout" if code == 0 else ""
-            return "failed", code, f"exited with code {code}{missing}"
+            if code != 0:
+                return "failed", code, f"exited with code {code}"
+            if marker is not None and marker.encode() not in out:
+                return "failed", code, f"exited with code 0; pass marker {marker!r} not in stdout"
+            if not report:
+                return (
+                    "failed",
+                    code,
+                    "exited with code 0 without the run token (the tests did not reach their end)",
+                )
+            return "failed", code, "exited with code 0 but the run token was altered"
         if report == nonce and code == 0:
             if job.get("unverified"):  # raw memory was within reach: the nonce proves less
                 return "passed_unverified", 0, "passed in the declared unverified mode (raw memory allowed)"
@@ -446,6 +455,8 @@ class Server:
                     builtins.__editforge_report__ = _channel_writer(channel_fd, channel_token)
                 guard_forks = self.native.guard_forks
                 _run_python(job, main_path, collector, key_fd, report_fd, data_fd, writable, guard_forks)
+            if job.get("run_token"):
+                _token_descriptors(key_fd, report_fd)
             _exec_command(job["argv"])
         except BaseException as exc:  # the harness failed in the child: never return to the server loop
             os.write(2, f"sandbox harness: {exc!r}\n".encode())
@@ -864,6 +875,19 @@ def _fail(exc: BaseException, report_fd: int) -> int:
             sys.__excepthook__(type(shown), shown, shown.__traceback__)
     _flush_stdio()
     return code & 0xFF
+
+
+def _token_descriptors(key_fd: int, report_fd: int) -> None:
+    """The run token's pipes at the descriptors a command's tests use: read it from 3, write it to 4
+    (inherited across exec; moved high first, since either may sit at 3 or 4 now)."""
+    key, report = (
+        fcntl.fcntl(key_fd, fcntl.F_DUPFD_CLOEXEC, 10),
+        fcntl.fcntl(report_fd, fcntl.F_DUPFD_CLOEXEC, 10),
+    )
+    os.dup2(key, 3)
+    os.dup2(report, 4)
+    os.close(key)
+    os.close(report)
 
 
 def _exec_command(argv: list[str]) -> NoReturn:

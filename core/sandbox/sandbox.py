@@ -60,6 +60,7 @@ class Sandbox(Protocol):
         limits: SandboxLimits | None = None,
         pass_marker: str | None = None,
         stdin: str | None = None,
+        run_token: bool = False,
     ) -> ExecutionResult: ...
 
     def close(self) -> None: ...
@@ -75,7 +76,7 @@ class ForkServerSandbox:
     run is measured by coverage.py inside the sandbox and a passing result carries main.py's
     line coverage (``ExecutionResult.coverage``). ``run_command`` runs
     any command line (compiled languages, shell scripts) in the same isolation; it passes on
-    exit code 0 and, if given, ``pass_marker`` in stdout.
+    exit code 0, and, if asked, ``pass_marker`` in stdout and the run token written back.
 
     Protects against (both backends): hangs and long C calls (parent-enforced wall clock),
     memory and file-size bombs (rlimits; cgroups where available), unbounded output (capped
@@ -172,8 +173,16 @@ class ForkServerSandbox:
         limits: SandboxLimits | None = None,
         pass_marker: str | None = None,
         stdin: str | None = None,
+        run_token: bool = False,
     ) -> ExecutionResult:
-        """Write ``files`` into the work folder, run ``argv`` there; pass = exit 0 (+ marker in stdout)."""
+        """Write ``files`` into the work folder, run ``argv`` there; pass = exit 0 (+ marker in stdout).
+
+        ``run_token``: the run also passes only if it writes back, on descriptor 4, the random token
+        it can read from descriptor 3 (a pipe the server writes once and closes). A test program
+        does that after its last test, so an exit with code 0 before the tests end (an exit call,
+        an exit hook, a signal or panic handler that exits) fails. The program shares its process
+        with its tests, so code written against this protocol can still forge the token
+        (docs/sandbox.md); keep descriptors 3 and 4 from steps that run no tests (``3<&- 4>&-``)."""
         if not argv:
             raise ValueError("run_command() needs a non-empty argv")
         for name in files or {}:
@@ -186,6 +195,7 @@ class ForkServerSandbox:
             "files": dict(files or {}),
             "stdin": stdin,
             "pass_marker": pass_marker,
+            "run_token": run_token,
         }
         return self._pool.submit(job, limits or self.limits).result()
 
