@@ -3,7 +3,8 @@ program plus tests (CanItEdit, HumanEvalFix, the fixtures, EDIT-Bench).
 
 Cheap checks come first and fail a sample without running it (empty, too large, Python that
 does not compile); everything else runs in the sandbox, Python in its interpreter harness and
-other languages as their toolchain's command line.
+other languages as their toolchain's command line, whose tests write back the run token
+(eval/languages.py).
 """
 
 from __future__ import annotations
@@ -90,7 +91,9 @@ def run_programs(
     def run_command(problem: Problem, code: str) -> ExecutionResult:
         job = command_job(problem.language, code, problem.tests)
         overrides = {k: v for k, v in (("memory_mb", job.memory_mb), ("timeout_s", job.timeout_s)) if v}
-        return sandbox.run_command(job.argv, job.files, limits=replace(limits, **overrides))
+        return sandbox.run_command(
+            job.argv, job.files, limits=replace(limits, **overrides), run_token=job.run_token
+        )
 
     commands = [(i, p, c) for i, (p, c) in enumerate(jobs) if p.language != "python"]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as threads:  # one per sandbox worker

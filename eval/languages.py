@@ -2,13 +2,29 @@
 
 Python runs in the sandbox's interpreter harness (a pass is its sentinel). The other
 HumanEvalPack languages are compiled or interpreted by their toolchains as plain commands
-in the same sandbox (a pass is exit code 0), one command per program: compile, then run the
-tests. Go and Rust use what `eval.toolchains` prepares once (Go's compiled testify, Rust's
-compiled crates), which the sandbox must be shown (`eval.toolchains.sandbox_paths`).
+in the same sandbox, one command per program: compile, then run the tests. Go and Rust use what
+`eval.toolchains` prepares once (Go's compiled testify, Rust's compiled crates), which the
+sandbox must be shown (`eval.toolchains.sandbox_paths`).
+
+A pass is exit code 0 **and the run token** (`Sandbox.run_command(run_token=True)`): code of ours
+that runs only once the last test has passed copies the token from descriptor 3 to descriptor 4
+(JavaScript: after the tests; C++: at the end of the tests' `main`, through a function compiled
+apart; Java: a `main` of its own
+that calls the tests'; Go: a `TestMain` in a file of its own, after `m.Run()` returned 0; Rust: at
+the end of the test function). The compile steps run without those descriptors. So a program
+that exits with code 0 before its tests end (an exit call, an exit or shutdown hook, an
+uncaught-exception, signal or panic handler that exits, a static initializer) fails. The tests'
+assertions are also kept out of the program's reach where a language lets a program redefine
+them: JavaScript's is a constant the program cannot rebind, C++'s macros the program may have
+redefined (`main`, `__assert_fail`) are undefined before the tests, Rust's tests call `::std`'s
+macros by path (a program's `macro_rules! assert` does not shadow them), and Go's testify import
+stays unless the program really imports it. A program written against this protocol can still
+read the token itself: these programs share their process with their tests (docs/sandbox.md).
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,13 +34,72 @@ from eval.toolchains import go, rust
 
 # HumanEvalPack's JavaScript tests use console.assert, which only prints on failure; and one
 # solution (JavaScript/162) requires the npm package js-md5, served here by node's own crypto.
+# The tests call `__editforge_assert` instead: a constant of the module scope, which a program can
+# neither assign nor redeclare (a SyntaxError), unlike the console object and its methods.
 JS_PRELUDE = (
-    "console.assert = (ok, ...msg) => { if (!ok) { throw new Error('Assertion failed ' + msg.join(' ')); } };\n"
+    "const __editforge_assert = (ok, ...msg) => { if (!ok) { throw new Error('Assertion failed ' + msg.join(' ')); } };\n"
+    "console.assert = __editforge_assert;\n"
     "{ const M = require('module'); const load = M._load;\n"
     "  M._load = function (name, ...rest) {\n"
     "    if (name === 'js-md5') { return (s) => require('crypto').createHash('md5').update(s).digest('hex'); }\n"
     "    return load.call(this, name, ...rest); }; }\n"
 )
+JS_TOKEN = "\n;{ try { const fs = require('fs'); fs.writeSync(4, fs.readFileSync(3)); } catch (e) {} }\n"
+# Before the tests: what a program may have defined to change them, and the token's function,
+# declared only (its definition is a file of its own, whose headers cannot change how the tests'
+# calls resolve: a header here would let `strlen("")` pick the C library's over the program's).
+CPP_BEFORE_TESTS = "#undef main\n#undef __assert_fail\n#undef editforge_token\nvoid editforge_token();\n"
+CPP_TOKEN = "    editforge_token();\n"
+CPP_TOKEN_SOURCE = """#include <unistd.h>
+
+void editforge_token() {
+    char token[64];
+    ssize_t n = read(3, token, sizeof token);
+    if (n > 0 && write(4, token, (size_t)n) != n) {
+        _exit(1);
+    }
+}
+"""
+JAVA_RUNNER = (
+    "public class EditforgeRun {\n"
+    "    public static void main(String[] args) throws Throwable {\n"
+    "        Main.main(args);\n"
+    '        try (java.io.FileInputStream key = new java.io.FileInputStream("/dev/fd/3");\n'
+    '             java.io.FileOutputStream report = new java.io.FileOutputStream("/dev/fd/4")) {\n'
+    "            byte[] token = new byte[64];\n"
+    "            int n = key.read(token);\n"
+    "            if (n > 0) {\n"
+    "                report.write(token, 0, n);\n"
+    "            }\n"
+    "        } catch (java.io.IOException e) {\n"
+    "        }\n"
+    "    }\n"
+    "}\n"
+)
+GO_RUNNER = """package main
+
+import (
+\teditforge_os "os"
+\teditforge_testing "testing"
+)
+
+func TestMain(m *editforge_testing.M) {
+\tcode := m.Run()
+\tif code == 0 {
+\t\tif token, err := editforge_os.ReadFile("/dev/fd/3"); err == nil {
+\t\t\t_ = editforge_os.WriteFile("/dev/fd/4", token, 0)
+\t\t}
+\t}
+\teditforge_os.Exit(code)
+}
+"""
+RUST_TOKEN = (
+    '        if let Ok(editforge_token) = ::std::fs::read("/dev/fd/3") {\n'
+    '            let _ = ::std::fs::write("/dev/fd/4", editforge_token);\n'
+    "        }\n"
+)
+RUST_ASSERTS = re.compile(r"(?<![\w:])((?:debug_)?assert(?:_eq|_ne)?|panic|unreachable)!")
+NO_TOKEN = "3<&- 4>&-"  # a compile step never sees the token's descriptors
 
 
 # bigcode-evaluation-harness gives HumanEvalFix C++ 60 s (humanevalpack.py LANGUAGE_TO_TIMEOUT).
@@ -37,33 +112,63 @@ class CommandJob:
     files: dict[str, str]
     memory_mb: int | None = None  # a JVM reserves far more address space than it uses
     timeout_s: float | None = None  # replaces sandbox.timeout_s for this job (compile + run)
+    run_token: bool = True  # the tests write the run token back once they all passed
 
 
 def command_job(language: str, program: str, tests: str) -> CommandJob:
-    source = program + "\n" + tests + "\n"
+    """The command line and files that run ``program`` with ``tests`` (the token epilogue included;
+    it does nothing where descriptors 3 and 4 are not open)."""
     if language == "js":
+        source = program + "\n" + tests.replace("console.assert(", "__editforge_assert(") + JS_TOKEN
         return CommandJob(["node", "main.js"], {"main.js": JS_PRELUDE + source})
     if language == "cpp":
+        source = program + "\n" + CPP_BEFORE_TESTS + _before_last_brace(tests, CPP_TOKEN) + "\n"
         return CommandJob(
-            ["sh", "-c", "g++ -std=c++17 -O1 -o main main.cpp -lcrypto && ./main"],
-            {"main.cpp": source},
+            [
+                "sh",
+                "-c",
+                f"g++ -std=c++17 -O1 -o main main.cpp editforge_token.cpp -lcrypto {NO_TOKEN} && ./main",
+            ],
+            {"main.cpp": source, "editforge_token.cpp": CPP_TOKEN_SOURCE},
             timeout_s=CPP_TIMEOUT_S,
         )
     if language == "java":
         return CommandJob(
-            ["sh", "-c", "javac -J-Xmx256m Main.java && java -Xmx256m -XX:+UseSerialGC Main"],
-            {"Main.java": source},
+            [
+                "sh",
+                "-c",
+                f"javac -J-Xmx256m Main.java EditforgeRun.java {NO_TOKEN} "
+                "&& java -Xmx256m -XX:+UseSerialGC EditforgeRun",
+            ],
+            {"Main.java": program + "\n" + tests + "\n", "EditforgeRun.java": JAVA_RUNNER},
             memory_mb=8192,
         )
-    if language == "go":  # bigcode's file name: `go test` only runs tests of *_test.go files
+    if language == "go":  # bigcode's file name: `go test` only compiles the tests of *_test.go files
+        compile_ = go.toolchain().script("test -c -o main.test main_test.go editforge_main_test.go")
         return CommandJob(
-            ["sh", "-c", go.toolchain().script("test -count=1 main_test.go")], {"main_test.go": source}
+            ["sh", "-c", f"{compile_} {NO_TOKEN} && ./main.test"],
+            {"main_test.go": program + "\n" + tests + "\n", "editforge_main_test.go": GO_RUNNER},
         )
     if language == "rust":
+        tests = _before_last_brace(RUST_ASSERTS.sub(r"::std::\1!", tests), RUST_TOKEN, skip=1)
         return CommandJob(
-            ["sh", "-c", rust.toolchain().compile("main.rs", "main") + " && ./main"], {"main.rs": source}
+            ["sh", "-c", f"{rust.toolchain().compile('main.rs', 'main')} {NO_TOKEN} && ./main"],
+            {"main.rs": program + "\n" + tests + "\n"},
         )
     raise ValueError(f"language {language!r} is not supported (python, js, cpp, java, go, rust)")
+
+
+def _before_last_brace(tests: str, code: str, skip: int = 0) -> str:
+    """``tests`` with ``code`` before its last closing brace but ``skip`` (the end of C++'s ``main``;
+    of Rust's test function, inside ``mod tests``). The tests are the benchmark's own text; a shape
+    other than braces closing at the end is refused rather than guessed at."""
+    end = len(tests.rstrip())
+    for _ in range(skip + 1):
+        if end == 0 or tests[end - 1] != "}":
+            raise ValueError(f"the tests do not end with {skip + 1} closing braces: {tests[-200:]!r}")
+        brace = end - 1
+        end = len(tests[:brace].rstrip())
+    return tests[:brace] + code + tests[brace:]
 
 
 TOOLS = {"js": "node", "cpp": "g++", "java": "javac"}

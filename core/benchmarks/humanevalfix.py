@@ -85,13 +85,14 @@ class GoPayload(HumanEvalFixPayload):
     def assemble(self, code: str, tests: str) -> str:
         """bigcode's `process_results` for Go (per sample; bigcode's loop also drops, from later samples
         of the same problem, the setup imports an earlier one had): the setup without the imports `code`
-        already has, an import of each helper package that the file uses outside comments and does not
+        already imports, an import of each helper package that the file uses outside comments and does not
         import, then `code`. bigcode imports such a package by its last path element (`"rand"`, which
         does not compile); we import its path (`"math/rand"`)."""
         setup = self.setup + "\n"
+        imported = _go_imports(code)
         for line in setup.split("\n"):
             name = line.replace("import", "").replace("(", "").replace(")", "").strip()
-            if name.startswith('"') and name in code:
+            if name.startswith('"') and name in imported:
                 setup = setup.replace(name, "")
         whole = setup + code + "\n\n" + tests
         used = [p for p in GO_HELPER_PACKAGES if f'"{p}"' not in whole and _go_mentions(whole, p)]
@@ -99,6 +100,26 @@ class GoPayload(HumanEvalFixPayload):
         if "package main" in setup:
             code = code.replace("package main", "")
         return setup + imports + code
+
+
+_GO_COMMENTS = re.compile(r'"(?:\\.|[^"\\\n])*"|`[^`]*`|//[^\n]*|/\*.*?\*/', re.S)
+_GO_IMPORT = re.compile(r'^\s*import\s+(?:[\w.]+\s+)?("[^"\n]*")|^\s*import\s*\(([^)]*)\)', re.M)
+
+
+def _go_imports(code: str) -> set[str]:
+    """The quoted paths `code`'s import declarations name. bigcode drops a setup import whose text
+    appears anywhere in the code; a comment holding `"github.com/stretchr/testify/assert"` then
+    removed testify's import and let the program declare an `assert` of its own for the tests."""
+    code = _GO_COMMENTS.sub(lambda m: m.group() if m.group().startswith(('"', "`")) else "", code)
+    paths: set[str] = set()
+    for single, block in _GO_IMPORT.findall(code):
+        if single:
+            paths.add(single)
+        for line in block.split("\n"):
+            found = re.search(r'("[^"\n]*")\s*;?\s*$', line)
+            if found:
+                paths.add(found.group(1))
+    return paths
 
 
 def _go_mentions(code: str, package: str) -> bool:

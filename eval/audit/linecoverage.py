@@ -151,7 +151,12 @@ def _cpp(problem: Problem, sandbox: Sandbox, limits: SandboxLimits) -> LineCover
     argv = [
         "sh",
         "-c",
-        "g++ -std=c++17 -O0 --coverage -o main main.cpp -lcrypto && ./main && gcov main.cpp >/dev/null "
+        # main.cpp compiled apart, so that its notes are main.gcno (gcc names them main-main.gcno
+        # when one command compiles and links several sources)
+        "g++ -std=c++17 -O0 --coverage -c main.cpp -o main.o "
+        "&& g++ -std=c++17 -O0 -c editforge_token.cpp -o editforge_token.o "
+        "&& g++ --coverage -o main main.o editforge_token.o -lcrypto && ./main "
+        "&& gcov main.cpp >/dev/null "
         "&& cat main.cpp.gcov",
     ]
     result = sandbox.run_command(
