@@ -1413,3 +1413,16 @@ def test_a_process_the_run_starts_cannot_read_its_memory(strict):
     assert result.status == "passed", result
     assert "refused: prctl option 4 is not offered" in result.stdout, result.stdout
     assert "-1 1 " in result.stdout and "s3cr3t" not in result.stdout, result.stdout  # EPERM
+
+
+@pytest.mark.skipif(not bwrap_available(), reason="bubblewrap cannot run here")
+def test_a_command_run_leaves_nothing_outside_the_scratch_folders_for_the_next():
+    """bwrap's own root is a tmpfs that lives as long as the worker: read-only, so a run's files
+    cannot reach the runs after it (a command run is not confined by Landlock)."""
+    with make_sandbox("bwrap", limits=LIMITS, workers=1) as sb:
+        planted = sb.run_command(
+            ["sh", "-c", "for d in / /work /root /usr; do echo x > $d/planted; done; exit 0"]
+        )
+        assert "Read-only file system" in planted.stderr, planted
+        found = sb.run_command(["sh", "-c", "cat /planted /work/planted /root/planted /usr/planted"])
+        assert found.status == "failed" and "x" not in found.stdout, found
