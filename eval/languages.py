@@ -16,7 +16,8 @@ that exits with code 0 before its tests end (an exit call, an exit or shutdown h
 uncaught-exception, signal or panic handler that exits, a static initializer) fails. The tests'
 assertions are also kept out of the program's reach where a language lets a program redefine
 them: JavaScript's is a constant the program cannot rebind, C++'s macros the program may have
-redefined (`main`, `__assert_fail`) are undefined before the tests, Rust's tests call `::std`'s
+redefined (`main`, `__assert_fail`) are undefined before the tests and a failed assertion calls a
+function of ours, not the C library's `__assert_fail`, Rust's tests call `::std`'s
 macros by path (a program's `macro_rules! assert` does not shadow them), and Go's testify import
 stays unless the program really imports it. A program written against this protocol can still
 read the token itself: these programs share their process with their tests (docs/sandbox.md).
@@ -45,12 +46,23 @@ JS_PRELUDE = (
     "    return load.call(this, name, ...rest); }; }\n"
 )
 JS_TOKEN = "\n;{ try { const fs = require('fs'); fs.writeSync(4, fs.readFileSync(3)); } catch (e) {} }\n"
-# Before the tests: what a program may have defined to change them, and the token's function,
-# declared only (its definition is a file of its own, whose headers cannot change how the tests'
-# calls resolve: a header here would let `strlen("")` pick the C library's over the program's).
-CPP_BEFORE_TESTS = "#undef main\n#undef __assert_fail\n#undef editforge_token\nvoid editforge_token();\n"
+# Before the tests: what a program may have defined to change them, the token's function, and the
+# tests' assertion failures sent to a function of ours (glibc's `assert` calls `__assert_fail`,
+# which a program could define anew). Both functions are declared only: their definitions are a
+# file of their own, which the program cannot redefine (a second definition does not link) and
+# whose headers cannot change how the tests' calls resolve (a header here would let `strlen("")`
+# pick the C library's over the program's).
+CPP_BEFORE_TESTS = (
+    "#undef main\n#undef __assert_fail\n#undef editforge_token\n#undef editforge_assert_fail\n"
+    "void editforge_token();\n"
+    'extern "C" void editforge_assert_fail(const char *, const char *, unsigned int, const char *) noexcept\n'
+    "    __attribute__((__noreturn__));\n"
+    "#define __assert_fail editforge_assert_fail\n"
+)
 CPP_TOKEN = "    editforge_token();\n"
 CPP_TOKEN_SOURCE = """#include <unistd.h>
+
+#include <cstdio>
 
 void editforge_token() {
     char token[64];
@@ -58,6 +70,14 @@ void editforge_token() {
     if (n > 0 && write(4, token, (size_t)n) != n) {
         _exit(1);
     }
+}
+
+extern "C" [[noreturn]] void editforge_assert_fail(const char *expression, const char *file, unsigned int line,
+                                                  const char *function) noexcept {
+    std::fprintf(stderr, "%s:%u: %s: Assertion `%s' failed.\\n", file, line, function, expression);
+    std::fflush(stderr);
+    _exit(134);
+    __builtin_trap();  // only if a program's own _exit returned
 }
 """
 JAVA_RUNNER = (

@@ -57,6 +57,10 @@ ATTACKS = {
         "__assert_fail redefined as a macro": after(
             "#include <assert.h>\nvoid swallow(...) {}\n#define __assert_fail(...) swallow(__VA_ARGS__)"
         ),
+        "__assert_fail defined anew, returning": after(
+            '#include <assert.h>\nextern "C" void __assert_fail(const char *, const char *, unsigned int, '
+            "const char *) noexcept {}"
+        ),
     },
     "java": {
         "System.exit(0) in a static block": in_class("static { System.exit(0); }"),
