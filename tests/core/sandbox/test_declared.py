@@ -27,7 +27,17 @@ def installed(name: str) -> bool:
 
 
 def test_roots_that_load_raw_memory_are_found_by_importing_them(sandbox):
-    candidates = ["json", "collections", "ctypes", "numpy", "no_such_module_xyz", "flask", "z3", "sklearn", "pandas"]
+    candidates = [
+        "json",
+        "collections",
+        "ctypes",
+        "numpy",
+        "no_such_module_xyz",
+        "flask",
+        "z3",
+        "sklearn",
+        "pandas",
+    ]
     found = raw_memory_roots(sandbox, candidates)
     assert {"ctypes", "numpy"} <= found
     assert not found & {"json", "collections", "no_such_module_xyz"}
