@@ -9,18 +9,17 @@ sandbox must be shown (`eval.toolchains.sandbox_paths`).
 A pass is exit code 0 **and the run token** (`Sandbox.run_command(run_token=True)`): code of ours
 that runs only once the last test has passed copies the token from descriptor 3 to descriptor 4
 (JavaScript: after the tests; C++: at the end of the tests' `main`, through a function compiled
-apart; Java: a `main` of its own
-that calls the tests'; Go: a `TestMain` in a file of its own, after `m.Run()` returned 0; Rust: at
-the end of the test function). The compile steps run without those descriptors. So a program
-that exits with code 0 before its tests end (an exit call, an exit or shutdown hook, an
-uncaught-exception, signal or panic handler that exits, a static initializer) fails. The tests'
-assertions are also kept out of the program's reach where a language lets a program redefine
-them: JavaScript's is a constant the program cannot rebind, C++'s macros the program may have
-redefined (`main`, `__assert_fail`) are undefined before the tests and a failed assertion calls a
-function of ours, not the C library's `__assert_fail`, Rust's tests call `::std`'s
-macros by path (a program's `macro_rules! assert` does not shadow them), and Go's testify import
-stays unless the program really imports it. A program written against this protocol can still
-read the token itself: these programs share their process with their tests (docs/sandbox.md).
+apart; Java: a `main` of its own that calls the tests'; Go: a `TestMain` in a file of its own,
+after `m.Run()` returned 0 with the test flags at their defaults; Rust: at the end of the test
+function). The compile steps run without those descriptors, and the sources are gone before the
+run step. So a program that exits with code 0 before its tests end (an exit call, an exit or
+shutdown hook, an uncaught-exception, signal or panic handler that exits, a static initializer)
+fails, and so does one that reruns an edited copy of its own source. The tests' assertions are
+also kept out of the program's reach where a language lets a program redefine them (JavaScript:
+a module constant; C++: every macro the program defines is undefined before the tests, and a
+failed assertion calls a function of ours; Rust: `::std`'s macros by path; Go: testify's import
+kept unless the program declares it). A program written against this protocol can still read the
+token itself: these programs share their process with their tests (docs/sandbox.md).
 """
 
 from __future__ import annotations
@@ -45,6 +44,21 @@ JS_PRELUDE = (
     "    if (name === 'js-md5') { return (s) => require('crypto').createHash('md5').update(s).digest('hex'); }\n"
     "    return load.call(this, name, ...rest); }; }\n"
 )
+# The JavaScript run step: main.js is read and deleted before it is compiled, so the program cannot
+# read its tests back from the file and run an edited copy whose end writes the token.
+JS_RUNNER = """const fs = require('fs');
+const path = require('path');
+const Module = require('module');
+const file = path.resolve('main.js');
+const source = fs.readFileSync(file, 'utf8');
+fs.unlinkSync(file);
+fs.unlinkSync(__filename);
+const main = new Module(file, null);
+main.filename = file;
+main.paths = Module._nodeModulePaths(path.dirname(file));
+process.mainModule = main;
+main._compile(source, file);
+"""
 JS_TOKEN = "\n;{ try { const fs = require('fs'); fs.writeSync(4, fs.readFileSync(3)); } catch (e) {} }\n"
 # Before the tests: what a program may have defined to change them, the token's function, and the
 # tests' assertion failures sent to a function of ours (glibc's `assert` calls `__assert_fail`,
@@ -96,21 +110,32 @@ JAVA_RUNNER = (
     "    }\n"
     "}\n"
 )
+# Go's TestMain, in a file of its own: the test flags back at their defaults first (a program's
+# init could have pushed `-test.run=^$` into os.Args, or set a count of 0, so that no test runs
+# and m.Run returns 0), then the token once m.Run returned 0.
 GO_RUNNER = """package main
 
 import (
+\teditforge_flag "flag"
 \teditforge_os "os"
+\teditforge_strings "strings"
 \teditforge_testing "testing"
 )
 
 func TestMain(m *editforge_testing.M) {
-\tcode := m.Run()
-\tif code == 0 {
-\t\tif token, err := editforge_os.ReadFile("/dev/fd/3"); err == nil {
-\t\t\t_ = editforge_os.WriteFile("/dev/fd/4", token, 0)
+\teditforge_os.Args = editforge_os.Args[:1]
+\teditforge_flag.VisitAll(func(f *editforge_flag.Flag) {
+\t\tif editforge_strings.HasPrefix(f.Name, "test.") {
+\t\t\t_ = f.Value.Set(f.DefValue)
 \t\t}
+\t})
+\tif m.Run() != 0 {
+\t\teditforge_os.Exit(1)
 \t}
-\teditforge_os.Exit(code)
+\tif token, err := editforge_os.ReadFile("/dev/fd/3"); err == nil {
+\t\t_ = editforge_os.WriteFile("/dev/fd/4", token, 0)
+\t}
+\teditforge_os.Exit(0)
 }
 """
 RUST_TOKEN = (
@@ -140,15 +165,15 @@ def command_job(language: str, program: str, tests: str) -> CommandJob:
     it does nothing where descriptors 3 and 4 are not open)."""
     if language == "js":
         source = program + "\n" + tests.replace("console.assert(", "__editforge_assert(") + JS_TOKEN
-        return CommandJob(["node", "main.js"], {"main.js": JS_PRELUDE + source})
-    if language == "cpp":
-        source = program + "\n" + CPP_BEFORE_TESTS + _before_last_brace(tests, CPP_TOKEN) + "\n"
         return CommandJob(
-            [
-                "sh",
-                "-c",
-                f"g++ -std=c++17 -O1 -o main main.cpp editforge_token.cpp -lcrypto {NO_TOKEN} && ./main",
-            ],
+            ["node", "editforge_run.js"], {"main.js": JS_PRELUDE + source, "editforge_run.js": JS_RUNNER}
+        )
+    if language == "cpp":
+        undefined = "".join(f"#undef {name}\n" for name in sorted(cpp_defined_macros(program)))
+        source = program + "\n" + undefined + CPP_BEFORE_TESTS + _before_last_brace(tests, CPP_TOKEN) + "\n"
+        build = f"g++ -std=c++17 -O1 -o main main.cpp editforge_token.cpp -lcrypto {NO_TOKEN}"
+        return CommandJob(
+            ["sh", "-c", f"{build} && rm -f *.cpp && ./main"],
             {"main.cpp": source, "editforge_token.cpp": CPP_TOKEN_SOURCE},
             timeout_s=CPP_TIMEOUT_S,
         )
@@ -158,7 +183,7 @@ def command_job(language: str, program: str, tests: str) -> CommandJob:
                 "sh",
                 "-c",
                 f"javac -J-Xmx256m Main.java EditforgeRun.java {NO_TOKEN} "
-                "&& java -Xmx256m -XX:+UseSerialGC EditforgeRun",
+                "&& rm -f *.java && java -Xmx256m -XX:+UseSerialGC EditforgeRun",
             ],
             {"Main.java": program + "\n" + tests + "\n", "EditforgeRun.java": JAVA_RUNNER},
             memory_mb=8192,
@@ -166,16 +191,37 @@ def command_job(language: str, program: str, tests: str) -> CommandJob:
     if language == "go":  # bigcode's file name: `go test` only compiles the tests of *_test.go files
         compile_ = go.toolchain().script("test -c -o main.test main_test.go editforge_main_test.go")
         return CommandJob(
-            ["sh", "-c", f"{compile_} {NO_TOKEN} && ./main.test"],
+            ["sh", "-c", f"{compile_} {NO_TOKEN} && rm -f *.go && ./main.test"],
             {"main_test.go": program + "\n" + tests + "\n", "editforge_main_test.go": GO_RUNNER},
         )
     if language == "rust":
         tests = _before_last_brace(RUST_ASSERTS.sub(r"::std::\1!", tests), RUST_TOKEN, skip=1)
         return CommandJob(
-            ["sh", "-c", f"{rust.toolchain().compile('main.rs', 'main')} {NO_TOKEN} && ./main"],
+            [
+                "sh",
+                "-c",
+                f"{rust.toolchain().compile('main.rs', 'main')} {NO_TOKEN} && rm -f main.rs && ./main",
+            ],
             {"main.rs": program + "\n" + tests + "\n"},
         )
     raise ValueError(f"language {language!r} is not supported (python, js, cpp, java, go, rust)")
+
+
+# A comment or a string literal (skipped when looking for directives), and a #define (`%:` is the
+# digraph of `#`; lines joined by a backslash and comments are removed first, as the preprocessor does).
+_CPP_SKIP = re.compile(
+    r'R"([^(\s]*)\(.*?\)\1"|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S
+)
+_CPP_DEFINE = re.compile(r"^[ \t]*(?:#|%:)[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
+
+
+def cpp_defined_macros(program: str) -> set[str]:
+    """The macros ``program`` defines itself: undefined before the tests, so that a program cannot
+    change what the tests' code means (`#define bool AlwaysTrue` would make glibc's
+    `static_cast<bool>(expr)` true)."""
+    text = program.replace("\\\n", "")
+    text = _CPP_SKIP.sub(lambda m: " " if m.group().startswith("/") else '""', text)
+    return set(_CPP_DEFINE.findall(text))
 
 
 def _before_last_brace(tests: str, code: str, skip: int = 0) -> str:

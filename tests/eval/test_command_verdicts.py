@@ -30,6 +30,74 @@ def go_with_os(extra: str):
     return lambda before: 'import "os"\n' + before + "\n" + extra + "\n"
 
 
+# Programs that read their own source back, strip the assertions and run the edited copy, whose
+# end writes the real token (then exit with its status): the sources are gone before the run step.
+JS_RERUN = r"""
+if (!globalThis.__again) {
+  globalThis.__again = true;
+  const src = require('fs').readFileSync(__filename, 'utf8').replace(/[\w.]*assert\s*\(/g, ';void (');
+  module._compile(src, __filename);
+  process.exit(0);
+}
+"""
+CPP_RERUN = r"""
+#include <cstdlib>
+#include <string>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
+#include <sys/wait.h>
+static int rerun_without_asserts = [](){
+  if (getenv("AGAIN")) return 0;
+  setenv("AGAIN", "1", 1);
+  std::ifstream f("/proc/" + std::to_string(getppid()) + "/cmdline");
+  std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  all.pop_back();
+  std::string script = all.substr(all.rfind('\0') + 1);
+  system((std::string("sed -i 's/assert *(/(void)(/' ") + __FILE__).c_str());
+  int r = system(script.c_str());
+  _exit(WEXITSTATUS(r));
+}();
+"""
+RUST_RERUN = r"""
+#[used] #[link_section = ".init_array"]
+static RERUN: extern "C" fn() = { extern "C" fn rerun() {
+    if std::env::var_os("AGAIN").is_some() { return; }
+    std::env::set_var("AGAIN", "1");
+    let cmd = std::fs::read(format!("/proc/{}/cmdline", std::os::unix::process::parent_id())).unwrap();
+    let args: Vec<&[u8]> = cmd.split(|b| *b == 0).filter(|a| !a.is_empty()).collect();
+    let script = String::from_utf8_lossy(args[args.len() - 1]).to_string();
+    let file = file!();
+    let _ = std::process::Command::new("sed").arg("-i").arg(r"s/\(::std::\)\?assert\(_eq\|_ne\)\?!(/let _ = (/").arg(file).status();
+    let code = std::process::Command::new("sh").arg("-c").arg(&script).status().unwrap().code().unwrap_or(1);
+    std::process::exit(code);
+} rerun };
+"""
+JAVA_RERUN = r"""
+class Rerun {
+    static void go() {
+        if (System.getProperty("again") != null) return;
+        System.setProperty("again", "1");
+        try {
+            java.nio.file.Path src = java.nio.file.Paths.get("Main.java");
+            String text = new String(java.nio.file.Files.readAllBytes(src)).replace("throw new AssertionError", "new AssertionError");
+            java.nio.file.Path dir = java.nio.file.Files.createDirectories(java.nio.file.Paths.get("again"));
+            java.nio.file.Files.write(dir.resolve("Main.java"), text.getBytes());
+            javax.tools.ToolProvider.getSystemJavaCompiler().run(null, null, null, "-d", dir.toString(), "-cp", ".", dir.resolve("Main.java").toString());
+            java.net.URLClassLoader loader = new java.net.URLClassLoader(new java.net.URL[]{dir.toUri().toURL(), java.nio.file.Paths.get(".").toUri().toURL()}, ClassLoader.getPlatformClassLoader());
+            String entry = System.getProperty("sun.java.command").split(" ")[0];
+            loader.loadClass(entry).getMethod("main", String[].class).invoke(null, (Object) new String[0]);
+            Runtime.getRuntime().halt(0);
+        } catch (Throwable e) { e.printStackTrace(); Runtime.getRuntime().halt(1); }
+    }
+}
+"""
+CPP_ALWAYS_TRUE = (
+    "struct AlwaysTrue { template <class T> AlwaysTrue(const T &) {} AlwaysTrue() {} "
+    "operator int() const { return 1; } };\n#define bool AlwaysTrue"
+)
+
+
 ATTACKS = {
     "js": {
         "process.exit(0) after the definitions": after("process.exit(0);"),
@@ -43,6 +111,7 @@ ATTACKS = {
         ),
         "the tests' assertion rebound": after("__editforge_assert = () => {};"),
         "the tests' assertion redeclared": after("function __editforge_assert() {}"),
+        "its own file run again with the assertions stripped": after(JS_RERUN),
     },
     "cpp": {
         "exit(0) in a static initializer": after("static int editforge_attack = (exit(0), 0);"),
@@ -57,6 +126,11 @@ ATTACKS = {
         "__assert_fail redefined as a macro": after(
             "#include <assert.h>\nvoid swallow(...) {}\n#define __assert_fail(...) swallow(__VA_ARGS__)"
         ),
+        "bool redefined as a type that is always true": after(CPP_ALWAYS_TRUE),
+        "bool redefined behind a comment, a line splice and a digraph": after(
+            CPP_ALWAYS_TRUE.replace("#define bool", "%:/* */def\\\nine bool")
+        ),
+        "its source rebuilt with the assertions stripped and run again": after(CPP_RERUN),
         "__assert_fail defined anew, returning": after(
             '#include <assert.h>\nextern "C" void __assert_fail(const char *, const char *, unsigned int, '
             "const char *) noexcept {}"
@@ -70,11 +144,20 @@ ATTACKS = {
         "an uncaught-exception handler that exits 0": in_class(
             "static { Thread.setDefaultUncaughtExceptionHandler((t, e) -> System.exit(0)); }"
         ),
+        "its source recompiled without the assertions, run in a class loader": lambda before: (
+            before.replace("class Solution {", "class Solution {\n    static { Rerun.go(); }", 1) + JAVA_RERUN
+        ),
     },
     "go": {
         "os.Exit(0) in init": go_with_os("func init() { os.Exit(0) }"),
         "a TestMain that never runs the tests": after("func TestMain(m *testing.M) {}"),
         "a TestMain that exits 0": go_with_os("func TestMain(m *testing.M) { os.Exit(0) }"),
+        "no test selected through os.Args before TestMain": go_with_os(
+            'func init() { os.Args = append(os.Args[:1], "-test.run=^$") }'
+        ),
+        "a test count of 0 set before TestMain": lambda before: (
+            'import "flag"\n' + before + '\nfunc init() { testing.Init(); flag.Set("test.count", "0") }\n'
+        ),
         "testify's import dropped by a comment, a fake assert": after(
             '// "github.com/stretchr/testify/assert"\n'
             "type fakeAssert struct{}\n"
@@ -100,6 +183,7 @@ ATTACKS = {
             "    std::panic::set_hook(Box::new(|_| std::process::exit(0)));\n"
             "} hook };"
         ),
+        "its source rebuilt with the assertions stripped and run again": after(RUST_RERUN),
         "the token read while compiling, written back at start-up": after(
             'static TOKEN: &[u8] = include_bytes!("/dev/fd/3");\n'
             '#[used] #[link_section = ".init_array"]\n'
