@@ -1002,36 +1002,41 @@ def test_the_harness_is_no_gadget_to_the_tests(sandbox, marker, route):
     check_aftermath(sandbox, marker)
 
 
+# A wrong program that forks a copy per guess (through `fork`, a function of the program's); the
+# copy whose guess passes would write the nonce into a pipe of the program's, which relays it.
+GUESSING_RELAY = (
+    "import os, stat, fcntl\n"
+    "def report_pipe():\n"
+    "    for fd in range(3, 256):\n"
+    "        try:\n"
+    "            st = os.fstat(fd)\n"
+    "        except OSError:\n"
+    "            continue\n"
+    "        if stat.S_ISFIFO(st.st_mode) and fcntl.fcntl(fd, fcntl.F_GETFL) & 3 == 1:\n"
+    "            return fd\n"
+    "R = report_pipe()\n"
+    "def is_even(n):\n"
+    "    for guess in (True, False):\n"
+    "        r, w = os.pipe()\n"
+    "        pid = fork()\n"
+    "        if pid == 0:\n"
+    "            os.close(r); os.dup2(w, R)\n"
+    "            return guess\n"
+    "        os.close(w); os.waitpid(pid, 0); data = b''\n"
+    "        while chunk := os.read(r, 4096):\n"
+    "            data += chunk\n"
+    "        if data and not data.startswith(b'!'):\n"
+    "            os.write(R, data); os._exit(0)\n"
+    "    os._exit(1)\n"
+)
+GUESSING_TESTS = "assert is_even(3) is False\nassert is_even(4) is True\nassert not is_even(5)\n"
+
+
 def test_a_forked_copy_cannot_pass_for_the_run(sandbox, marker):
-    """A wrong program forks a copy per guess; the copy whose guess passes would write the nonce
-    into a pipe of the program's, which relays it. Every fork zeroes the nonce first."""
-    program = (
-        "import os, stat, fcntl\n"
-        "def report_pipe():\n"
-        "    for fd in range(3, 256):\n"
-        "        try:\n"
-        "            st = os.fstat(fd)\n"
-        "        except OSError:\n"
-        "            continue\n"
-        "        if stat.S_ISFIFO(st.st_mode) and fcntl.fcntl(fd, fcntl.F_GETFL) & 3 == 1:\n"
-        "            return fd\n"
-        "R = report_pipe()\n"
-        "def is_even(n):\n"
-        "    for guess in (True, False):\n"
-        "        r, w = os.pipe()\n"
-        "        pid = os.fork()\n"
-        "        if pid == 0:\n"
-        "            os.close(r); os.dup2(w, R)\n"
-        "            return guess\n"
-        "        os.close(w); os.waitpid(pid, 0); data = b''\n"
-        "        while chunk := os.read(r, 4096):\n"
-        "            data += chunk\n"
-        "        if data and not data.startswith(b'!'):\n"
-        "            os.write(R, data); os._exit(0)\n"
-        "    os._exit(1)\n"
+    """Every fork zeroes the nonce first, so the relay carries nothing."""
+    result = run_hostile(
+        sandbox, marker, "import os\nfork = os.fork\n" + GUESSING_RELAY, tests=GUESSING_TESTS
     )
-    tests = "assert is_even(3) is False\nassert is_even(4) is True\nassert not is_even(5)\n"
-    result = run_hostile(sandbox, marker, program, tests=tests)
     assert result.status == "failed", result
     check_aftermath(sandbox, marker)
 
@@ -1066,33 +1071,8 @@ def fork_without_python_hooks():
 def test_a_fork_whose_python_hooks_fail_still_holds_no_nonce(sandbox, marker):
     """The guessing copies of the test above, forked so that Python's at-fork hooks fail: the
     nonce is zeroed and the report pipe closed by C code inside fork() itself."""
-    program = FORK_WITHOUT_PYTHON_HOOKS + (
-        "import stat, fcntl\n"
-        "def report_pipe():\n"
-        "    for fd in range(3, 256):\n"
-        "        try:\n"
-        "            st = os.fstat(fd)\n"
-        "        except OSError:\n"
-        "            continue\n"
-        "        if stat.S_ISFIFO(st.st_mode) and fcntl.fcntl(fd, fcntl.F_GETFL) & 3 == 1:\n"
-        "            return fd\n"
-        "R = report_pipe()\n"
-        "def is_even(n):\n"
-        "    for guess in (True, False):\n"
-        "        r, w = os.pipe()\n"
-        "        pid = fork_without_python_hooks()\n"
-        "        if pid == 0:\n"
-        "            os.close(r); os.dup2(w, R)\n"
-        "            return guess\n"
-        "        os.close(w); os.waitpid(pid, 0); data = b''\n"
-        "        while chunk := os.read(r, 4096):\n"
-        "            data += chunk\n"
-        "        if data and not data.startswith(b'!'):\n"
-        "            os.write(R, data); os._exit(0)\n"
-        "    os._exit(1)\n"
-    )
-    tests = "assert is_even(3) is False\nassert is_even(4) is True\nassert not is_even(5)\n"
-    result = run_hostile(sandbox, marker, program, tests=tests)
+    program = FORK_WITHOUT_PYTHON_HOOKS + "fork = fork_without_python_hooks\n" + GUESSING_RELAY
+    result = run_hostile(sandbox, marker, program, tests=GUESSING_TESTS)
     assert result.status == "failed", result
     check_aftermath(sandbox, marker)
 
