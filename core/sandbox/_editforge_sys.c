@@ -16,6 +16,7 @@
 #include <linux/seccomp.h>
 #include <stdint.h>
 #include <sys/ipc.h>
+#include <sys/mount.h>
 #include <sys/msg.h>
 #include <sys/prctl.h>
 #include <sys/sem.h>
@@ -134,6 +135,24 @@ static PyObject *drop_capabilities(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* (source or None, target, fstype or None, flags, data or None): a fresh tmpfs or a bind mount
+ * for each run's scratch folders (the server keeps CAP_SYS_ADMIN for this; runs drop it). */
+static PyObject *mount_(PyObject *self, PyObject *args) {
+    const char *source, *target, *fstype, *data;
+    unsigned long flags;
+    if (!PyArg_ParseTuple(args, "zszkz", &source, &target, &fstype, &flags, &data)) return NULL;
+    if (mount(source, target, fstype, flags, data)) return fail(target);
+    Py_RETURN_NONE;
+}
+
+static PyObject *umount2_(PyObject *self, PyObject *args) {
+    const char *target;
+    int flags;
+    if (!PyArg_ParseTuple(args, "si", &target, &flags)) return NULL;
+    if (umount2(target, flags)) return fail(target);
+    Py_RETURN_NONE;
+}
+
 static PyObject *keyring_clear(PyObject *self, PyObject *args) {
     int keyring;
     if (!PyArg_ParseTuple(args, "i", &keyring)) return NULL;
@@ -224,6 +243,8 @@ static PyMethodDef methods[] = {
     {"landlock_restrict", landlock_restrict, METH_VARARGS, "no new privileges, then restrict to the ruleset"},
     {"seccomp_install", seccomp_install, METH_VARARGS, "no new privileges, then apply a BPF filter"},
     {"drop_capabilities", drop_capabilities, METH_NOARGS, "clear every capability set"},
+    {"mount", mount_, METH_VARARGS, "(source, target, fstype, flags, data): mount(2)"},
+    {"umount2", umount2_, METH_VARARGS, "(target, flags): umount2(2)"},
     {"keyring_clear", keyring_clear, METH_VARARGS, "keyctl(KEYCTL_CLEAR, keyring)"},
     {"ipc_remove", ipc_remove, METH_VARARGS, "(kind, id): remove a SysV IPC object"},
     {"ipc_in_use", ipc_in_use, METH_NOARGS, "whether any SysV IPC object exists in this namespace"},

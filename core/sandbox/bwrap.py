@@ -29,6 +29,7 @@ from core.sandbox.interpreter import interpreter_facts
 from core.sandbox.worker import HARNESS, Profile, SandboxUnavailable, ServerSpec, sandbox_env
 
 WORK_DIR = "/tmp/work"
+KEEP_STASH = "/.editforge-keep"
 # What compilers, interpreters and their libraries need; /etc for the dynamic linker, alternatives, certificates.
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys")
 # What a Python run may open besides SYSTEM_PATHS and the interpreter (Landlock, see confine.py):
@@ -79,7 +80,7 @@ def bwrap_argv(
     ``read_only``: host folders outside ``SYSTEM_PATHS`` that commands need (a compiler installed
     under ~/.rustup, prebuilt libraries), visible read-only at the same path.
     """
-    size = str(profile.disk_mb << 20)
+    str(profile.disk_mb << 20)
     argv = [binary]
     for path in SYSTEM_PATHS:
         if os.path.islink(path):  # merged /usr: /bin -> usr/bin
@@ -92,21 +93,41 @@ def bwrap_argv(
         elif os.path.lexists(path):
             argv += ["--ro-bind", "/dev/null", path]
     argv += ["--proc", "/proc", "--remount-ro", "/proc", "--dev", "/dev"]  # /proc/sys is the host's
-    argv += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp", "--dir", WORK_DIR]
-    argv += ["--perms", "1777", "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+    # /tmp and /dev/shm: empty folders here; the server mounts a fresh tmpfs on each for every run
+    argv += ["--dir", "/tmp", "--remount-ro", "/dev"]
     for path in interpreter_paths(python):  # the interpreter, its environment and the harness, read-only
         argv += ["--ro-bind", path, path]
     for path in sorted({p for p in read_only if os.path.isdir(p) and not _under(p, SYSTEM_PATHS)}, key=len):
         argv += ["--ro-bind", path, path]
+    for stash, path in scratch_binds(python, read_only):  # bound again into each run's fresh /tmp
+        argv += ["--ro-bind", path, stash]
     argv += ["--unshare-user", "--disable-userns"] if userns else []
     argv += ["--unshare-pid", "--as-pid-1", "--unshare-ipc"]
     argv += ["--unshare-uts", "--hostname", "sandbox", "--unshare-cgroup-try"]
     argv += [] if profile.network else ["--unshare-net"]
-    argv += ["--cap-drop", "ALL", "--die-with-parent", "--new-session", "--chdir", WORK_DIR]
+    # CAP_SYS_ADMIN for the server's per-run mounts only: its children drop every capability
+    argv += [
+        "--cap-drop",
+        "ALL",
+        "--cap-add",
+        "CAP_SYS_ADMIN",
+        "--die-with-parent",
+        "--new-session",
+        "--chdir",
+        "/",
+    ]
     # bwrap's root is a tmpfs of its own, which would outlive a run in the worker: read-only, so
     # that /tmp and /dev/shm (emptied after every run) are all a run can write
     argv += ["--remount-ro", "/"]
     return argv
+
+
+def scratch_binds(python: str | None = None, read_only: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """(stash, path) for each read-only folder the sandbox needs under /tmp or /dev/shm (an
+    interpreter in a temporary folder): bwrap binds it at the stash, outside the scratch folders, and
+    the server binds it from there into each run's fresh tmpfs."""
+    inside = [p for p in (*interpreter_paths(python), *read_only) if p.startswith(("/tmp/", "/dev/shm/"))]
+    return [(f"{KEEP_STASH}/{i}", path) for i, path in enumerate(sorted(set(inside), key=len))]
 
 
 def interpreter_paths(python: str | None = None) -> list[str]:
@@ -157,11 +178,11 @@ class BwrapLauncher:
             "mode": "init",
             "work_dir": WORK_DIR,
             "scratch_dirs": ["/tmp", "/dev/shm"],
-            "keep_paths": [
-                p
-                for p in (*interpreter_paths(self.python), *self.read_only)
-                if p.startswith(("/tmp/", "/dev/shm/"))
-            ],
+            "keep_paths": [path for _, path in scratch_binds(self.python, self.read_only)],
+            "fresh_mounts": {
+                "size": profile.disk_mb << 20,
+                "keep": scratch_binds(self.python, self.read_only),
+            },
             "nproc_base": 2,
             "unshare_net": False,  # bwrap already did, unless the profile allows the network
             "coverage": profile.coverage,

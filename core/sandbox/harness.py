@@ -56,7 +56,9 @@ _CHUNK = 1 << 16
 _REPORT_CAP = 4096  # the report pipe carries one short record; anything beyond is junk
 _DATA_CAP = 1 << 20  # the data pipe carries the coverage of one program
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
-CLONE_NEWNET, CLONE_NEWIPC = 0x40000000, 0x08000000
+CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWNS = 0x40000000, 0x08000000, 0x00020000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MNT_DETACH = 1, 2, 4, 32, 4096, 16384, 2
+_SPLIT_REPORT_CAP = 1 << 16  # the trusted side's one JSON outcome
 KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
@@ -159,16 +161,22 @@ class Server:
     def __init__(self, config: dict, ctl_in: int, ctl_out: int) -> None:
         self.ctl_in, self.ctl_out = ctl_in, ctl_out
         self.mode = config["mode"]
-        if self.mode == "init" and os.getpid() != 1:  # kill(-1) anywhere else would hit the whole host
+        if self.mode == "init" and os.getpid() != 1:  # the zygote must be the namespace's reaper of orphans
             raise RuntimeError("init mode needs a fresh PID namespace with this server as PID 1")
         self.work_dir = config["work_dir"]
         self.scratch = {path: os.stat(path).st_mode & 0o7777 for path in config["scratch_dirs"]}
         self.keep = frozenset(config.get("keep_paths", ()))
         self.nproc_base = config["nproc_base"]
         self.native = _load_native(config["native"])
-        self.pid = os.getpid()
+        self.pid = os.getpid()  # the zygote's, once start() has split this process in two
         self.child = 0
         self.child_status: int | None = None
+        self.own_child = False  # the run's decisive process is ours (split: the trusted side) or the zygote's
+        self.zygote = None
+        # bwrap: /tmp and /dev/shm are tmpfs mounts of our own, replaced after every run (see _renew_scratch)
+        self.fresh = config.get("fresh_mounts")
+        self.mounted = False
+        self.paths = (config.get("read", ()), config.get("write", ()))
         # bwrap made the network namespace (unless the network is allowed); a local server makes its own
         private_network = self.mode == "init" and not config.get("network")
         if config["unshare_net"] and _succeeds(self.native.unshare, CLONE_NEWNET):
@@ -193,8 +201,19 @@ class Server:
                 importlib.import_module(name)
         self.coverage = _prepared_coverage(self.work_dir) if config.get("coverage") else None
         self.confine = _import_sibling("confine").Confinement(self.native)
-        self.ruleset = self.confine.build_ruleset(config.get("read", ()), config.get("write", ()))
+        if self.fresh:  # a mount namespace of our own, so that our tmpfs mounts can be replaced
+            self.native.unshare(CLONE_NEWNS)
+        self.ruleset = None
+        self._renew_scratch()  # builds the Landlock ruleset on this run's folders
+        for name in (
+            "plain",
+            "split_trusted",
+            "split_candidate",
+            "zygote",
+        ):  # before the fork: no per-run import
+            sys.modules.setdefault(name, _import_sibling(name))
         seccomp = _import_sibling("seccomp")
+        self.seccomp = seccomp
         machine = os.uname().machine
         families = seccomp.socket_families(bool(config.get("network")), private_network)
         # The filter goes on the server itself, once: every run is its child and inherits it (the
@@ -205,7 +224,34 @@ class Server:
         gc.freeze()  # keeps the children's garbage collector off the shared pages (fewer copy-on-write faults)
         # RLIMIT_AS counts what the preloaded modules reserved: memory_mb is on top of it.
         self.base_vm = _address_space()
-        self._empty_scratch()
+
+    def start(self) -> None:
+        """Split in two before any job arrives: this process becomes the zygote (zygote.py), which
+        forks every process that runs a program; its child becomes the server, which serves the host."""
+        zygote_module = sys.modules["zygote"]
+        zygote_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            zygote_end.close()
+            self.native.prctl_set(PR_SET_PDEATHSIG, signal.SIGKILL)  # the zygote's orphans die with it
+            if os.getppid() != self.pid:
+                os._exit(70)
+            self.zygote = zygote_module.ZygoteClient(server_end)
+            self.wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+            os.close(signal.set_wakeup_fd(wake_w))
+            try:
+                self.serve()
+            finally:
+                os._exit(0)
+        server_end.close()
+        os.close(self.ctl_in)
+        os.close(self.ctl_out)
+        machine = os.uname().machine
+        if self.filtered:  # no run signals the server or the zygote, nor everyone at once
+            self.confine.install_filter(self.seccomp.protect(machine, (pid, self.pid)))
+        zygote = zygote_module.Zygote(pid, zygote_end, self._child)
+        os.close(self.wake_r)
+        zygote.loop()
 
     def serve(self) -> None:
         """Answer jobs until the host closes the channel (or dies), then kill what is left."""
@@ -224,32 +270,38 @@ class Server:
                 write_message(self.ctl_out, result)
                 if result.get("restart"):
                     return
-        finally:  # no PR_SET_PDEATHSIG on us: dying at once would leave a local run's orphans behind
-            self._kill_all()
+        finally:  # the zygote kills what is left when we exit
+            with contextlib.suppress(Exception):
+                self._kill_all()
             if self.mode == "subreaper":  # host folders; bwrap's tmpfs folders vanish with the namespace
                 for path in self.scratch:
                     shutil.rmtree(path, ignore_errors=True)
 
     def execute(self, job: dict) -> dict:
+        if job.get("split"):
+            return self._execute_split(job)
         limits = job["limits"]
         stdin_fd = self._stdin(job.get("stdin"))
+        texts = {}
         if job["kind"] == "python":  # the tests stay off the disk, except where coverage reads them
             text = job["program"] + "\n" + job["tests"] if job.get("coverage") else job["program"]
             _write_file(os.path.join(self.work_dir, "main.py"), text)
+            texts = {"program": job.pop("program"), "tests": job.pop("tests")}
         else:
-            for name, text in job["files"].items():
+            for name, text in job.pop("files").items():
                 _write_file(_inside(self.work_dir, name), text)
         pipes = {name: os.pipe() for name in ("stdout", "stderr", "report", "key", "data", "channel")}
-        self.child, self.child_status = 0, None
-        channel_token = os.urandom(16).hex().encode()  # before the fork: the child's writer holds it
+        channel_token = os.urandom(16).hex().encode()  # the child's writer holds it
+        job["channel_token"] = channel_token.decode()
+        fds = {name: (r if name == "key" else w) for name, (r, w) in pipes.items()}
+        fds["stdin"] = stdin_fd
+        if texts:
+            fds["payload"] = sys.modules["zygote"].payload_fd(texts)
+        if self.ruleset is not None:
+            fds["ruleset"] = os.dup(self.ruleset)
         start = time.monotonic()
-        pid = os.fork()
-        if pid == 0:
-            self._child(job, stdin_fd, pipes, channel_token)
-        self.child = pid
-        os.close(stdin_fd)
-        for name, (r, w) in pipes.items():
-            os.close(r if name == "key" else w)
+        self.child = self.zygote.fork(job, fds)  # the zygote's child: no job before this one in its memory
+        self.child_status, self.own_child = None, False
         nonce = os.urandom(16).hex().encode()
         if job["kind"] == "python" or job.get("run_token"):
             with contextlib.suppress(OSError):  # a dead child closed its end: it cannot pass anyway
@@ -268,22 +320,108 @@ class Server:
         stop = self._supervise(streams, caps, outputs, start + limits["timeout_s"])
         duration = time.monotonic() - start
         self._kill_all()
+        stop = self._close_streams(streams, caps, outputs, stop)
+        out, err, report, data, channel = (bytes(streams[pipes[name][0]]) for name in names)
+        status, exit_code, detail = self._verdict(job, stop, nonce, report, out)
+        result = self._result(status, exit_code, out, err, duration, detail)
+        if job["kind"] == "python":
+            result["mode"] = "in_process"
+        if job.get("coverage") and status in ("passed", "passed_unverified"):
+            result["coverage"] = _parse_coverage(data)
+        if job.get("channel"):
+            result["channel"] = _records(channel, channel_token)
+        return result
+
+    def _execute_split(self, job: dict) -> dict:
+        """A split run: the tests in a process of ours that runs no candidate code (split_trusted.py),
+        the program in a process the zygote forks (split_candidate.py), plain data between them."""
+        limits = job["limits"]
+        stdin_fd = self._stdin(job.get("stdin"))
+        _write_file(os.path.join(self.work_dir, "main.py"), job["program"])  # as in process: tracebacks
+        out, err, report, to_candidate, to_trusted = (os.pipe() for _ in range(5))
+        start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            trusted = {"stdout": out[1], "stderr": err[1], "report": report[1]}
+            self._trusted_child(job, trusted, to_trusted[0], to_candidate[1])
+        self.child, self.child_status, self.own_child = pid, None, True
+        for fd in (report[1], to_trusted[0], to_candidate[1]):
+            os.close(fd)
+        fds = {"stdin": stdin_fd, "stdout": out[1], "stderr": err[1], "read": to_candidate[0]}
+        fds |= {
+            "write": to_trusted[1],
+            "payload": sys.modules["zygote"].payload_fd({"program": job["program"]}),
+        }
+        if self.ruleset is not None:
+            fds["ruleset"] = os.dup(self.ruleset)
+        meta = {"kind": "candidate", "limits": limits}
+        try:
+            self.zygote.fork(meta, fds)
+        except Exception:
+            _kill_quietly(pid, group=False)
+            raise
+        streams = {out[0]: bytearray(), err[0]: bytearray(), report[0]: bytearray()}
+        caps = {
+            out[0]: limits["max_output_bytes"],
+            err[0]: limits["max_output_bytes"],
+            report[0]: _SPLIT_REPORT_CAP,
+        }
+        outputs = {out[0], err[0]}
+        stop = self._supervise(streams, caps, outputs, start + limits["timeout_s"])
+        duration = time.monotonic() - start
+        self._kill_all()
+        stop = self._close_streams(streams, caps, outputs, stop)
+        stdout, stderr, outcome = (bytes(streams[fd[0]]) for fd in (out, err, report))
+        status, exit_code, detail, counts = self._split_verdict(job, stop, outcome)
+        result = self._result(status, exit_code, stdout, stderr, duration, detail)
+        result.update(counts, mode="split")
+        return result
+
+    def _trusted_child(self, job: dict, fds: dict[str, int], read_fd: int, write_fd: int) -> NoReturn:
+        """Become the trusted side of a split run (never returns): the tests, no candidate code."""
+        try:
+            self.native.prctl_set(PR_SET_PDEATHSIG, signal.SIGKILL)
+            os.setsid()
+            os.close(signal.set_wakeup_fd(-1))
+            for sig in (signal.SIGCHLD, *_STOP_SIGNALS):
+                signal.signal(sig, signal.SIG_DFL)
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(fds["stdout"], 1)
+            os.dup2(fds["stderr"], 2)
+            _close_fds_except({fds["report"], read_fd, write_fd})
+            _set_rlimits(job["limits"], self.nproc_base, self.base_vm)
+            os.chdir(
+                self.work_dir
+            )  # the tests' files and the program's are the same; our sys.path has neither
+            self.confine.drop_capabilities()
+            plain, trusted = sys.modules["plain"], sys.modules["split_trusted"]
+            trusted.run(plain.Channel(read_fd, write_fd), job["tests"], job.get("helpers", ""), fds["report"])
+            _flush_stdio()
+        except BaseException as exc:
+            with contextlib.suppress(BaseException):
+                os.write(2, f"sandbox harness (trusted side): {exc!r}\n".encode())
+        os._exit(0)
+
+    def _close_streams(self, streams: dict, caps: dict, outputs: set, stop: str | None) -> str | None:
         for fd in streams:
             if _drain(fd, streams[fd], caps[fd]) and stop is None and fd in outputs:
                 stop = "output_limit"
             os.close(fd)
-        out, err, report, data, channel = (bytes(streams[pipes[name][0]]) for name in names)
-        status, exit_code, detail = self._verdict(job, stop, nonce, report, out)
+        return stop
+
+    def _result(self, status: str, exit_code, out: bytes, err: bytes, duration: float, detail: str) -> dict:
+        """The reply for a finished run, after the scratch folders were renewed for the next one."""
         restart = False
         try:
-            self._empty_scratch()
+            self._renew_scratch()
             if self.own_ipc and self.native.ipc_in_use():
                 _remove_sysv_ipc(self.native)
             if not self.filtered:  # with the filter, no run can add a key
                 _clear_keyrings(self.native)
         except OSError as exc:  # e.g. a folder the run made undeletable: a fresh worker is cheaper
             restart, detail = True, f"{detail} (scratch cleanup failed: {exc}; worker restarts)".strip()
-        result = {
+        return {
             "status": status,
             "exit_code": exit_code,
             "stdout": out.decode("utf-8", errors="replace"),
@@ -291,12 +429,8 @@ class Server:
             "duration_s": duration,
             "detail": detail,
             "restart": restart,
+            "fresh_scratch": bool(self.fresh),
         }
-        if job.get("coverage") and status in ("passed", "passed_unverified"):
-            result["coverage"] = _parse_coverage(data)
-        if job.get("channel"):
-            result["channel"] = _records(channel, channel_token)
-        return result
 
     def _stdin(self, text: str | None) -> int:
         """A descriptor for the child's stdin: /dev/null (immediate EOF) or an unlinked file."""
@@ -311,9 +445,9 @@ class Server:
     def _supervise(
         self, streams: dict[int, bytearray], caps: dict[int, int], outputs: set[int], deadline: float
     ) -> str | None:
-        """Collect output until the child exits; "timeout" or "output_limit" if it must be stopped."""
+        """Collect output until the run's process exits; "timeout" or "output_limit" if it must be stopped."""
         poller = select.poll()
-        for fd in (*streams, self.wake_r, self.ctl_in):
+        for fd in (*streams, self.wake_r, self.ctl_in, self.zygote.fileno()):
             poller.register(fd, select.POLLIN)
         while self.child_status is None:
             remaining = deadline - time.monotonic()
@@ -323,6 +457,11 @@ class Server:
                 if fd == self.wake_r:
                     _drain(self.wake_r, bytearray(), 0)
                     self._reap(block=False)
+                    continue
+                if fd == self.zygote.fileno():
+                    self.zygote.event()
+                    if not self.own_child and self.zygote.exited is not None:
+                        self.child_status = self.zygote.exited
                     continue
                 if fd == self.ctl_in:  # the host never writes during a run: it closed the channel or died
                     raise _HostGone
@@ -334,7 +473,7 @@ class Server:
         return None
 
     def _reap(self, block: bool) -> None:
-        """Reap exited children (and, as PID 1 or subreaper, adopted orphans)."""
+        """Reap our own exited children (the trusted side of split runs)."""
         while True:
             try:
                 pid, status = os.waitpid(-1, 0 if block else os.WNOHANG)
@@ -342,27 +481,21 @@ class Server:
                 return
             if pid == 0:
                 return
-            if pid == self.child:
+            if pid == self.child and self.own_child:
                 self.child_status = status
 
     def _kill_all(self) -> None:
-        """Kill and reap every process started by the run, however it detached itself."""
-        if self.mode == "init":
-            with contextlib.suppress(ProcessLookupError):  # as PID 1: all others in the namespace, fork-safe
-                os.kill(-1, signal.SIGKILL)
-            self._reap(block=True)
-            return
-        if self.child and self.child_status is None:  # unreaped, its pid (and group id) cannot be reused
+        """Kill and reap every process started by the run, however it detached itself: our trusted
+        side here, everything else by the zygote, to which every orphan reparents."""
+        if self.own_child and self.child and self.child_status is None:
             _kill_quietly(self.child, group=True)
-        while True:  # orphans of killed processes reparent to us (subreaper), so this reaches them all
-            for pid in _children():
-                _kill_quietly(pid, group=False)
-            try:
-                pid, status = os.waitpid(-1, 0)
-            except ChildProcessError:
-                return
-            if pid == self.child:
-                self.child_status = status
+            _kill_quietly(self.child, group=False)
+            self._reap(block=True)
+        else:
+            self._reap(block=False)
+        status = self.zygote.end()
+        if not self.own_child and self.child_status is None:
+            self.child_status = status
 
     def _verdict(self, job: dict, stop: str | None, nonce: bytes, report: bytes, out: bytes) -> tuple:
         """(status, exit code, detail) of a finished run."""
@@ -409,6 +542,71 @@ class Server:
             return "failed", code, f"SystemExit({message}) before the tests finished"
         return "failed", code, f"{kind}: {message}" if message else kind
 
+    def _split_verdict(self, job: dict, stop: str | None, outcome: bytes) -> tuple:
+        """(status, exit code, detail, counts) of a split run, from the trusted side's report alone."""
+        limits = job["limits"]
+        counts: dict = {"tests_passed": None, "tests_total": None, "delegated_checks": None}
+        if stop == "timeout":
+            return (
+                stop,
+                None,
+                f"wall-clock limit of {limits['timeout_s']:g}s exceeded; all processes killed",
+                counts,
+            )
+        if stop == "output_limit":
+            return (
+                stop,
+                None,
+                f"a stream exceeded {limits['max_output_bytes']} bytes; the run was stopped",
+                counts,
+            )
+        code = os.waitstatus_to_exitcode(self.child_status) if self.child_status is not None else None
+        try:
+            report = json.loads(outcome)
+            passed, kind = report["passed"], report.get("kind")
+            counts = {
+                "tests_passed": report["tests_passed"],
+                "tests_total": report["tests_total"],
+                "delegated_checks": report["delegated"],
+            }
+        except (ValueError, TypeError, KeyError):
+            how = (
+                f"killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit {code}"
+            )
+            return "failed", code, f"the trusted test process ended without a report ({how})", counts
+        if passed is True:
+            return "passed", 0, "", counts
+        error = str(report.get("error", ""))
+        if kind == "memory":
+            return "memory", code, f"MemoryError under the {limits['memory_mb']} MB limit", counts
+        return "failed", code, error or "the tests failed", counts
+
+    def _renew_scratch(self) -> None:
+        """Make /tmp and /dev/shm new for the next run. bwrap: unmount them and mount fresh tmpfs
+        folders, so that nothing a run wrote survives it, not even names, times, modes or extended
+        attributes of the folders themselves; the read-only binds that sat inside come back from their
+        stash, and the Landlock ruleset is rebuilt on the new folders. Local backend: empty them."""
+        if not self.fresh:
+            self._empty_scratch()
+            if self.ruleset is None:
+                self.ruleset = self.confine.build_ruleset(*self.paths)
+            return
+        options = f"size={self.fresh['size']},mode=1777"
+        for path in self.scratch:
+            if self.mounted:
+                self.native.umount2(path, MNT_DETACH)
+            self.native.mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, options)
+        self.mounted = True
+        for stash, target in self.fresh["keep"]:
+            os.makedirs(target, exist_ok=True)
+            self.native.mount(stash, target, None, MS_BIND | MS_REC, None)
+            flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
+            self.native.mount(None, target, None, flags, None)
+        os.makedirs(self.work_dir, exist_ok=True)
+        if self.ruleset is not None:
+            os.close(self.ruleset)
+        self.ruleset = self.confine.build_ruleset(*self.paths)
+
     def _empty_scratch(self) -> None:
         for path, mode in self.scratch.items():
             os.chmod(path, mode)
@@ -417,48 +615,55 @@ class Server:
             _empty_dir(path, self.keep)
         os.makedirs(self.work_dir, exist_ok=True)
 
-    def _child(
-        self, job: dict, stdin_fd: int, pipes: dict[str, tuple[int, int]], channel_token: bytes
-    ) -> NoReturn:
-        """Become the sandboxed process; never returns."""
+    def _child(self, job: dict, fds: dict[str, int]) -> NoReturn:
+        """Become a run's process, in a fork of the zygote (``fds``: the descriptors the server sent,
+        by name); never returns."""
         try:
-            self.native.prctl_set(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the server
-            if os.getppid() != self.pid:  # the server died before the line above
+            self.native.prctl_set(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the zygote
+            if os.getppid() != self.pid:  # the zygote died before the line above
                 os._exit(70)
             os.setsid()
-            signal.set_wakeup_fd(-1)
             for sig in (signal.SIGCHLD, *_STOP_SIGNALS):  # what a fresh interpreter starts with
                 signal.signal(sig, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
-            os.dup2(stdin_fd, 0)
-            os.dup2(pipes["stdout"][1], 1)
-            os.dup2(pipes["stderr"][1], 2)
-            report_fd, key_fd, data_fd = pipes["report"][1], pipes["key"][0], pipes["data"][1]
-            channel_fd = pipes["channel"][1] if job.get("channel") else None
-            keep = {report_fd, key_fd, data_fd, channel_fd} - {None}
-            keep |= {self.ruleset} if self.ruleset is not None else set()
+            os.dup2(fds["stdin"], 0)
+            os.dup2(fds["stdout"], 1)
+            os.dup2(fds["stderr"], 2)
+            if "payload" in fds:  # the run's own texts, read by this process alone
+                job.update(sys.modules["zygote"].read_payload(fds.pop("payload")))
+            ruleset = fds.get("ruleset")
+            if job["kind"] == "candidate":
+                keep = {fds["read"], fds["write"], ruleset} - {None}
+            else:
+                report_fd, key_fd, data_fd = fds["report"], fds["key"], fds["data"]
+                channel_fd = fds["channel"] if job.get("channel") else None
+                keep = {report_fd, key_fd, data_fd, channel_fd, ruleset} - {None}
             _close_fds_except(keep)
             _set_rlimits(job["limits"], self.nproc_base, self.base_vm)
             os.chdir(self.work_dir)
-            if os.geteuid() == 0:  # no borrowing the server's descriptors, no ptrace, no DAC override
-                self.confine.drop_capabilities()
+            self.confine.drop_capabilities()  # no borrowing the server's descriptors, no ptrace, no mounts
+            if job["kind"] in ("python", "candidate") and ruleset is not None:
+                self.confine.restrict(ruleset)  # python runs: no /proc/self/mem, only the allowed folders
+                os.close(ruleset)
+            main_path = os.path.join(self.work_dir, "main.py")
+            if job["kind"] == "candidate":
+                _main_module(main_path)
+                sys.modules["split_candidate"].serve(fds["read"], fds["write"], job.pop("program"), main_path)
+                _flush_stdio()
+                os._exit(0)
             if job["kind"] == "python":
-                if self.ruleset is not None:  # the nonce lives in this process: no /proc/self/mem
-                    self.confine.restrict(self.ruleset)
-                    os.close(self.ruleset)
-                main_path = os.path.join(self.work_dir, "main.py")
                 collector = self.coverage if job.get("coverage") else None
                 writable = tuple(
                     os.path.realpath(d).rstrip("/") + "/" for d in (*self.scratch, self.work_dir)
                 )
                 if channel_fd is not None:  # the wrapper program takes it (and so removes it) first
-                    builtins.__editforge_report__ = _channel_writer(channel_fd, channel_token)
+                    builtins.__editforge_report__ = _channel_writer(channel_fd, job["channel_token"].encode())
                 guard_forks = self.native.guard_forks
                 _run_python(job, main_path, collector, key_fd, report_fd, data_fd, writable, guard_forks)
             if job.get("run_token"):
                 _token_descriptors(key_fd, report_fd)
             _exec_command(job["argv"])
-        except BaseException as exc:  # the harness failed in the child: never return to the server loop
+        except BaseException as exc:  # the harness failed in the child: never return to the zygote's loop
             os.write(2, f"sandbox harness: {exc!r}\n".encode())
         os._exit(70)
 
@@ -1015,25 +1220,6 @@ def _loopback_up() -> None:
         fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | IFF_UP))
 
 
-def _children() -> list[int]:
-    """Our direct children (CONFIG_PROC_CHILDREN), falling back to a scan of /proc."""
-    me = os.getpid()
-    try:
-        with open(f"/proc/{me}/task/{me}/children") as f:
-            return [int(pid) for pid in f.read().split()]
-    except FileNotFoundError:
-        pass
-    children = []
-    for name in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                if name.isdigit() and int(f.read().rpartition(")")[2].split()[1]) == me:
-                    children.append(int(name))
-        except (OSError, ValueError, IndexError):
-            continue
-    return children
-
-
 def _kill_quietly(pid: int, group: bool) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         (os.killpg if group else os.kill)(pid, signal.SIGKILL)
@@ -1080,7 +1266,7 @@ def main() -> None:
     os.dup2(null, 0)  # stray reads or prints in the server must not touch the protocol
     os.dup2(null, 1)
     os.close(null)
-    Server(json.loads(sys.argv[1]), ctl_in, ctl_out).serve()
+    Server(json.loads(sys.argv[1]), ctl_in, ctl_out).start()
 
 
 if __name__ == "__main__":

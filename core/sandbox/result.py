@@ -23,6 +23,9 @@ STATUSES: dict[str, str] = {
 }
 
 PASSING = frozenset({"passed", "passed_unverified"})
+# How a Python run was judged: "split" (the tests ran in a process of their own, the program behind a
+# plain-data boundary), "in_process" (program and tests in one interpreter); None for commands.
+MODES = ("split", "in_process", None)
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,11 @@ class ExecutionResult:
     kill), measured by its parent, excluding queueing. ``detail`` explains a non-pass, e.g.
     ``"SystemExit(0) before the tests finished"``. ``coverage`` is set for runs that asked for
     it and passed: main.py's 1-based ``statements``, ``excluded`` and ``missing`` lines as
-    coverage.py reports them, or ``{"error": ...}``.
+    coverage.py reports them, or ``{"error": ...}``. ``mode`` says how a Python run was judged:
+    ``"split"`` (the tests in a process that runs no candidate code; ``tests_passed``/``tests_total``
+    count its assert statements, ``delegated_checks`` the truth values that only the program's code
+    could produce, such as ``==`` between two of its objects) or ``"in_process"``.
+    ``fresh_scratch``: nothing of an earlier run could reach this one through /tmp or /dev/shm.
     """
 
     status: str
@@ -49,6 +56,11 @@ class ExecutionResult:
     detail: str = ""
     coverage: dict[str, list[int]] | dict[str, str] | None = None
     channel: str = ""  # records a wrapper program reported (Sandbox.run(channel=True)), one per line
+    mode: str | None = None  # "split" or "in_process" for Python runs (MODES); None for commands
+    tests_passed: int | None = None  # split runs: assert statements that held (see docs/sandbox.md)
+    tests_total: int | None = None  # split runs: assert statements in the tests
+    delegated_checks: int | None = None  # split runs: truth values only the program's code produced
+    fresh_scratch: bool = False  # /tmp and /dev/shm were new mounts for this run (bwrap), not emptied
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

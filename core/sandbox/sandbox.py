@@ -38,6 +38,8 @@ class Sandbox(Protocol):
         candidate_file: str | None = None,
         unverified: bool = False,
         channel: bool = False,
+        split: bool = False,
+        helpers: str = "",
     ) -> ExecutionResult: ...
 
     def run_many(
@@ -50,6 +52,8 @@ class Sandbox(Protocol):
         candidate_file: str | None = None,
         unverified: bool | Sequence[bool] = False,
         channel: bool = False,
+        split: bool | Sequence[bool] = False,
+        helpers: str | Sequence[str] = "",
     ) -> list[ExecutionResult]: ...
 
     def run_command(
@@ -122,8 +126,15 @@ class ForkServerSandbox:
         candidate_file: str | None = None,
         unverified: bool = False,
         channel: bool = False,
+        split: bool = False,
+        helpers: str = "",
     ) -> ExecutionResult:
         """Run ``program`` followed by ``tests`` in one interpreter; see the class docstring.
+
+        ``split=True``: the tests run in a trusted process of their own that runs no candidate code,
+        and reach the program's functions and objects through a plain-data protocol (docs/sandbox.md);
+        ``helpers`` is benchmark text the tests call (HumanEvalFix's ``poly``), run on the trusted
+        side instead of taken from the program. The result's ``mode`` says which way it ran.
 
         ``candidate_file``: the file name under which the untrusted code is compiled, when the
         program is a trusted wrapper that compiles the candidate itself (None: the program is the
@@ -140,6 +151,8 @@ class ForkServerSandbox:
         job = _python_job(
             program, tests, stdin, coverage, candidate_file, unverified or not self.strict, channel
         )
+        if split:
+            job.update(split=True, helpers=helpers)
         return self._pool.submit(job, limits or self.limits).result()
 
     def run_many(
@@ -152,17 +165,27 @@ class ForkServerSandbox:
         candidate_file: str | None = None,
         unverified: bool | Sequence[bool] = False,
         channel: bool = False,
+        split: bool | Sequence[bool] = False,
+        helpers: str | Sequence[str] = "",
     ) -> list[ExecutionResult]:
         """Run (program, tests) pairs in parallel, at most ``workers`` at a time; results in job order.
-        ``unverified``: one flag for all jobs, or one per job (see ``run``)."""
+        ``unverified``, ``split`` and ``helpers``: one value for all jobs, or one per job (see ``run``)."""
         concurrency = workers or self._pool.size
-        flags = [unverified] * len(jobs) if isinstance(unverified, bool) else list(unverified)
-        if len(flags) != len(jobs):
-            raise ValueError(f"{len(flags)} unverified flags for {len(jobs)} jobs")
-        messages = [
-            _python_job(program, tests, None, coverage, candidate_file, flag or not self.strict, channel)
-            for (program, tests), flag in zip(jobs, flags, strict=True)
-        ]
+        flags = _per_job(unverified, len(jobs), "unverified")
+        splits = _per_job(split, len(jobs), "split")
+        texts = (
+            [helpers] * len(jobs)
+            if isinstance(helpers, str)
+            else _per_job(list(helpers), len(jobs), "helpers")
+        )
+        messages = []
+        for (program, tests), flag, split_run, helper in zip(jobs, flags, splits, texts, strict=True):
+            job = _python_job(
+                program, tests, None, coverage, candidate_file, flag or not self.strict, channel
+            )
+            if split_run:
+                job.update(split=True, helpers=helper)
+            messages.append(job)
         return self._pool.map(messages, limits or self.limits, concurrency)
 
     def run_command(
@@ -282,6 +305,13 @@ def make_sandbox(
         backend = "bwrap" if bwrap_available() else "local"
     launcher = BwrapLauncher(python, read_only) if backend == "bwrap" else LocalLauncher(python)
     return ForkServerSandbox(launcher, limits, workers, strict)
+
+
+def _per_job(value, count: int, name: str) -> list:
+    values = [value] * count if isinstance(value, bool) else list(value)
+    if len(values) != count:
+        raise ValueError(f"{len(values)} {name} values for {count} jobs")
+    return values
 
 
 def _python_job(

@@ -35,6 +35,13 @@ SYSCALLS = {
         "clone": 56,
         "unshare": 272,
         "clone3": 435,
+        "kill": 62,
+        "tkill": 200,
+        "tgkill": 234,
+        "rt_sigqueueinfo": 129,
+        "rt_tgsigqueueinfo": 297,
+        "pidfd_open": 434,
+        "prlimit64": 302,
     },
     "aarch64": {
         "socket": 198,
@@ -48,6 +55,13 @@ SYSCALLS = {
         "clone": 220,
         "unshare": 97,
         "clone3": 435,
+        "kill": 129,
+        "tkill": 130,
+        "tgkill": 131,
+        "rt_sigqueueinfo": 138,
+        "rt_tgsigqueueinfo": 240,
+        "pidfd_open": 434,
+        "prlimit64": 261,
     },
 }
 DENIED = ("add_key", "request_key", "keyctl", "io_uring_setup", "io_uring_enter", "io_uring_register")
@@ -105,6 +119,27 @@ def program(machine: str, families: tuple[int, ...] = (AF_UNIX,)) -> bytes:
         ("deny", RET_K, None, None, RET_ERRNO | errno.EPERM),
         ("enosys", RET_K, None, None, RET_ERRNO | errno.ENOSYS),
         ("kill", RET_K, None, None, RET_KILL_PROCESS),
+    ]
+    return _assemble(code)
+
+
+# Calls whose first argument names a process (or, negative, a process group; -1: every process).
+PID_CALLS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open", "prlimit64")
+
+
+def protect(machine: str, pids: tuple[int, ...]) -> bytes:
+    """A filter that refuses (EPERM) signals, pidfds and rlimit changes aimed at ``pids`` (the
+    sandbox's own server processes), at their process groups, and at every process at once
+    (``kill(-1)``), for the process that installs it and all it starts. Stacked on ``program``'s."""
+    calls = SYSCALLS[machine]
+    targets = {-1, *pids, *(-p for p in pids)}
+    code: list[tuple] = [(LD_ABS_W, None, None, NR_OFFSET)]
+    code += [(JEQ_K, "pid", None, calls[name]) for name in PID_CALLS]
+    code += [(RET_K, None, None, RET_ALLOW), ("pid", LD_ABS_W, None, None, ARG0_OFFSET)]
+    code += [(JEQ_K, "deny", None, target & 0xFFFFFFFF) for target in sorted(targets)]
+    code += [
+        (RET_K, None, None, RET_ALLOW),
+        ("deny", RET_K, None, None, RET_ERRNO | errno.EPERM),
     ]
     return _assemble(code)
 

@@ -16,7 +16,7 @@ from typing import Protocol
 from core.sandbox.cgroup import Cgroup
 from core.sandbox.harness import read_message, write_message
 from core.sandbox.limits import SandboxLimits
-from core.sandbox.result import PASSING, STATUSES, ExecutionResult
+from core.sandbox.result import MODES, PASSING, STATUSES, ExecutionResult
 
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness.py")
 START_TIMEOUT_S = 60.0
@@ -229,6 +229,9 @@ def _to_result(reply: dict) -> ExecutionResult:
     coverage = reply.get("coverage")
     if coverage is not None and not _is_coverage(coverage):
         ok = False
+    counts = {k: reply.get(k) for k in ("tests_passed", "tests_total", "delegated_checks")}
+    if not all(v is None or type(v) is int for v in counts.values()) or reply.get("mode") not in MODES:
+        ok = False
     if not ok:
         return ExecutionResult.error(f"malformed reply from the sandbox server: {str(reply)[:200]}")
     return ExecutionResult(
@@ -241,6 +244,9 @@ def _to_result(reply: dict) -> ExecutionResult:
         reply.get("detail", ""),
         coverage,
         reply.get("channel", ""),
+        mode=reply.get("mode"),
+        fresh_scratch=bool(reply.get("fresh_scratch", False)),
+        **counts,
     )
 
 

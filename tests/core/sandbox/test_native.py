@@ -17,6 +17,8 @@ OFFERED = {
     "prctl_set",
     "set_undumpable",
     "unshare",
+    "mount",
+    "umount2",
     "landlock_abi",
     "landlock_create_ruleset",
     "landlock_add_path",

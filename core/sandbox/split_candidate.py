@@ -1,0 +1,324 @@
+"""The candidate's side of a split run: runs the program and answers the trusted side's requests.
+
+Nothing here decides a check. The trusted process (``split_trusted.py``) asks this one to load
+the program, call functions, build objects, read and set attributes, apply operators; every
+answer is plain data or a handle (``plain.py``). The program may therefore keep every primitive
+(ctypes, numpy, its own C code, fork): whatever it does here, the worst it can send back is a
+wrong value, a handle, a malformed message or silence, and the trusted side fails the test for
+each. Standard library only: this module runs inside the sandbox, loaded by the harness.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import copy
+import io
+import operator
+import sys
+import types
+import warnings
+
+try:  # in the sandbox the harness loads this file from its own folder
+    from plain import Channel, ChannelError, Decoder, Encoder, NotPlain
+except ImportError:
+    from core.sandbox.plain import Channel, ChannelError, Decoder, Encoder, NotPlain
+
+MAX_DEPTH = 48  # nested callbacks (candidate -> trusted -> candidate ...)
+MAX_OUTPUT = 1 << 20
+# Builtins that cross by name (both sides have them): types, pure functions and exception classes.
+SAFE_BUILTINS = frozenset(
+    name
+    for name, value in vars(builtins).items()
+    if (isinstance(value, type) and not name.startswith("_"))
+    or name
+    in {"abs", "all", "any", "ascii", "bin", "callable", "chr", "divmod", "format", "hash", "hex", "id",
+        "isinstance", "issubclass", "iter", "len", "max", "min", "next", "oct", "ord", "pow", "repr",
+        "round", "sorted", "sum"}
+)  # fmt: skip
+BINARY = {
+    name: getattr(operator, name)
+    for name in [
+        "add",
+        "sub",
+        "mul",
+        "truediv",
+        "floordiv",
+        "mod",
+        "pow",
+        "matmul",
+        "lshift",
+        "rshift",
+        "and_",
+        "or_",
+        "xor",
+        "concat",
+        "iadd",
+        "isub",
+        "imul",
+        "itruediv",
+        "ifloordiv",
+        "imod",
+        "ipow",
+        "imatmul",
+        "ilshift",
+        "irshift",
+        "iand",
+        "ior",
+        "ixor",
+    ]
+}
+UNARY = {"neg": operator.neg, "pos": operator.pos, "abs": operator.abs, "invert": operator.invert}
+UNARY |= {"index": operator.index, "int": int, "float": float, "complex": complex, "round": round}
+UNARY |= {"copy": copy.copy, "deepcopy": copy.deepcopy, "reversed": reversed, "dir": lambda o: sorted(dir(o))}
+TRUTH = {
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
+    "contains": operator.contains,
+    "instancecheck": isinstance,
+    "subclasscheck": issubclass,
+}
+# Process-wide state the tests set, applied here too (see split_trusted.MIRRORED).
+MIRRORS = {
+    "random.seed": ("random", "seed"),
+    "numpy.random.seed": ("numpy.random", "seed"),
+    "warnings.simplefilter": ("warnings", "simplefilter"),
+    "warnings.filterwarnings": ("warnings", "filterwarnings"),
+    "warnings.resetwarnings": ("warnings", "resetwarnings"),
+    "sys.setrecursionlimit": ("sys", "setrecursionlimit"),
+}
+_ABORTS = (SystemExit, KeyboardInterrupt, GeneratorExit)
+
+
+class TrustedRef:
+    """A trusted-side object the tests passed in (a key function, a class): it can only be called."""
+
+    __slots__ = ("_server", "_id")
+
+    def __init__(self, server: CandidateServer, ident: int) -> None:
+        self._server, self._id = server, ident
+
+    def __call__(self, *args, **kwargs):
+        return self._server.call_trusted(self._id, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<trusted callable {self._id}>"
+
+
+class CandidateServer:
+    def __init__(self, channel: Channel, program: str, main_path: str) -> None:
+        self.channel, self.program, self.main_path = channel, program, main_path
+        self.objects: dict[int, object] = {}
+        self.handles: dict[int, int] = {}
+        self.encoder = Encoder(self._handle)
+        self.decoder = Decoder(self._resolve)
+        self.depth = 0
+        self.seq = 0
+        self.module = types.ModuleType("__main__")
+        self.module.__dict__.update(__file__=main_path, __builtins__=builtins, __cached__=None)
+
+    # -- handles -------------------------------------------------------------------------------
+    def _handle(self, obj: object) -> list:
+        if isinstance(obj, TrustedRef):
+            return ["H", obj._id]
+        name = getattr(obj, "__name__", None)
+        if type(name) is str and name in SAFE_BUILTINS and getattr(builtins, name) is obj:
+            return ["B", name]
+        if type(obj) is types.ModuleType and type(obj.__name__) is str:
+            return ["m", self._id_of(obj), obj.__name__]
+        if isinstance(obj, type) and issubclass(obj, BaseException):
+            bases = [self.encoder._enc(base, 1) for base in obj.__bases__]
+            return ["xc", self._id_of(obj), str(obj.__module__), str(obj.__qualname__), bases]
+        kind = "c" if isinstance(obj, type) else "f" if callable(obj) else "o"
+        return ["h", self._id_of(obj), kind]
+
+    def _id_of(self, obj: object) -> int:
+        key = id(obj)
+        if key not in self.handles:
+            self.handles[key] = len(self.objects) + 1
+            self.objects[self.handles[key]] = obj
+        return self.handles[key]
+
+    def _resolve(self, tree: list) -> object:
+        tag = tree[0]
+        if tag == "h" and len(tree) >= 2 and tree[1] in self.objects:
+            return self.objects[tree[1]]
+        if tag == "H" and len(tree) == 2 and type(tree[1]) is int:
+            return TrustedRef(self, tree[1])
+        if tag == "B" and len(tree) == 2 and tree[1] in SAFE_BUILTINS:
+            return getattr(builtins, tree[1])
+        raise NotPlain(f"unknown value {str(tree)[:60]!r}")
+
+    # -- the loop ------------------------------------------------------------------------------
+    def serve(self) -> None:
+        """Answer requests until the trusted side says it is done."""
+        while True:
+            message = self.channel.receive()
+            if message.get("op") == "end":
+                return
+            self.channel.send(self.answer(message))
+
+    def answer(self, message: dict) -> dict:
+        reply: dict = {"re": message.get("seq")}
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out), warnings.catch_warnings(record=True) as caught:
+                value = self._do(message)
+            reply["v"] = self.encoder.encode(value)
+            reply["warn"] = [[self.encoder.encode(w.category), str(w.message)[:2000]] for w in caught[:20]]
+        except BaseException as exc:  # everything the program raises crosses as its class and args
+            reply.pop("v", None)
+            reply["e"] = self._exception(exc)
+        text = out.getvalue()
+        if text:
+            reply["out"] = text[:MAX_OUTPUT]
+        return reply
+
+    def _do(self, m: dict) -> object:
+        op = m.get("op")
+        if op == "load":
+            code = compile(self.program, self.main_path, "exec", dont_inherit=True)
+            sys.modules["__main__"] = self.module
+            exec(code, self.module.__dict__)
+            return {
+                k: v for k, v in self.module.__dict__.items() if not (k.startswith("__") and k.endswith("__"))
+            }
+        if op == "mirror":
+            module, attribute = MIRRORS[m["fn"]]
+            return getattr(sys.modules.get(module) or __import__(module, fromlist=["_"]), attribute)(
+                *self._args(m), **self._kwargs(m)
+            )
+        target = self.decoder.decode(m.get("h"))
+        if op == "call":
+            return target(*self._args(m), **self._kwargs(m))
+        if op == "getattr":
+            return getattr(target, _name(m))
+        if op == "setattr":
+            return setattr(target, _name(m), self.decoder.decode(m.get("v")))
+        if op == "delattr":
+            return delattr(target, _name(m))
+        if op == "getitem":
+            return target[self.decoder.decode(m.get("k"))]
+        if op == "setitem":
+            target[self.decoder.decode(m.get("k"))] = self.decoder.decode(m.get("v"))
+            return None
+        if op == "delitem":
+            del target[self.decoder.decode(m.get("k"))]
+            return None
+        if op == "binary":
+            return BINARY[m["name"]](target, *self._args(m))
+        if op == "rbinary":
+            return BINARY[m["name"]](*self._args(m), target)
+        if op == "unary":
+            return UNARY[m["name"]](target)
+        if op in TRUTH:
+            return bool(TRUTH[op](target, *self._args(m)))
+        if op == "bool":
+            return bool(target)
+        if op == "len":
+            return len(target)
+        if op == "hash":
+            return hash(target)
+        if op == "iter":
+            return iter(target)
+        if op == "next":
+            return next(target)
+        if op == "str":
+            return str(target)
+        if op == "repr":
+            return repr(target)
+        if op == "format":
+            return format(target, _name(m, "spec"))
+        raise NotPlain(f"unknown request {op!r}")
+
+    def _args(self, m: dict) -> list:
+        args = self.decoder.decode(m.get("args", ["l"]))
+        if type(args) is not list:
+            raise NotPlain("arguments must be a list")
+        return args
+
+    def _kwargs(self, m: dict) -> dict:
+        kwargs = self.decoder.decode(m.get("kw", ["d"]))
+        if type(kwargs) is not dict or not all(type(k) is str for k in kwargs):
+            raise NotPlain("keyword arguments must be a dict of str")
+        return kwargs
+
+    def _exception(self, exc: BaseException) -> dict:
+        if isinstance(exc, _ABORTS):
+            return {"abort": f"{type(exc).__name__}({', '.join(map(repr, exc.args))[:200]})"}
+        try:
+            cls = self.encoder.encode(type(exc))
+        except NotPlain:
+            cls = ["B", "Exception"]
+        try:
+            args = self.encoder.encode(list(exc.args))
+        except (NotPlain, RecursionError):
+            args = ["l", _text(exc)]
+        return {"cls": cls, "args": args, "text": _text(exc)}
+
+    # -- callbacks into the trusted side -------------------------------------------------------
+    def call_trusted(self, ident: int, args: tuple, kwargs: dict) -> object:
+        if self.depth >= MAX_DEPTH:
+            raise RecursionError(f"more than {MAX_DEPTH} nested calls between the two processes")
+        self.seq += 1
+        seq = self.seq
+        self.channel.send(
+            {
+                "op": "tcall",
+                "seq": seq,
+                "h": ident,
+                "args": self.encoder.encode(list(args)),
+                "kw": self.encoder.encode(dict(kwargs)),
+            }
+        )
+        self.depth += 1
+        try:
+            while True:
+                message = self.channel.receive()
+                if message.get("re") == seq and "op" not in message:
+                    break
+                if message.get("op") == "end":
+                    raise ChannelError("the tests ended during a callback")
+                self.channel.send(self.answer(message))
+        finally:
+            self.depth -= 1
+        if "e" in message:
+            raise _rebuilt(self.decoder, message["e"])
+        return self.decoder.decode(message.get("v"))
+
+
+def _name(m: dict, key: str = "name") -> str:
+    name = m.get(key)
+    if type(name) is not str:
+        raise NotPlain(f"{key} must be a str")
+    return name
+
+
+def _text(exc: BaseException) -> str:
+    try:
+        return str(exc)[:2000]
+    except Exception:
+        return "<unprintable>"
+
+
+def _rebuilt(decoder: Decoder, error: object) -> BaseException:
+    """The exception a trusted callback raised, as this process's class (builtin, or the program's)."""
+    try:
+        cls = decoder.decode(error["cls"])  # type: ignore[index]
+        args = decoder.decode(error["args"])  # type: ignore[index]
+        if isinstance(cls, type) and issubclass(cls, BaseException) and not issubclass(cls, _ABORTS):
+            return cls(*args)
+    except Exception:
+        pass
+    return RuntimeError("a callback of the tests raised an exception")
+
+
+def serve(read_fd: int, write_fd: int, program: str, main_path: str) -> None:
+    """Run the candidate's side until the trusted side ends the run (or the channel breaks)."""
+    channel = Channel(read_fd, write_fd)
+    with contextlib.suppress(ChannelError):
+        CandidateServer(channel, program, main_path).serve()

@@ -1,0 +1,576 @@
+"""The trusted side of a split run: the tests run here, and every check's truth value is computed
+here, in a process that never runs candidate code.
+
+The candidate's program runs in another process (``split_candidate.py``). Its functions, classes
+and objects appear to the tests as ``Proxy`` objects: calling one, reading an attribute or
+applying an operator is a request over a pipe, answered with plain data (``plain.py``) or another
+handle. So ``assert f(2) == 4`` compares a plain ``int`` with 4 here; an object "equal to
+everything" cannot cross as data, and comparing a handle with plain data is never delegated
+(``NotImplemented`` here, so Python falls back to identity: False).
+
+What the candidate's code must still decide is **delegated and counted**: comparing two handles
+(``__eq__``, ordering), ``bool``, ``len``, ``in``, ``hash`` of a handle and ``isinstance`` against a
+candidate class. The report carries the count (``delegated_checks``).
+
+Each ``assert`` statement of the tests is a unit: it counts as passed when it was evaluated and
+held every time (``tests_passed / tests_total``, over the assert statements in the text). Checking
+stops at the first exception that leaves the tests, as in a run in one process, so a run passes
+exactly when the tests run to their end. An assertion that fails inside a callback the candidate
+called (a key function) fails the run even if the candidate caught it; so do a broken protocol and
+an exit of the candidate (SystemExit, KeyboardInterrupt, GeneratorExit never cross).
+
+Standard library only; loaded by the harness inside the sandbox.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import importlib
+import importlib.util
+import json
+import os
+import random
+import sys
+import traceback
+import warnings
+
+try:  # in the sandbox the harness loads this file from its own folder
+    from plain import Channel, ChannelError, Decoder, Encoder, NotPlain
+except ImportError:
+    from core.sandbox.plain import Channel, ChannelError, Decoder, Encoder, NotPlain
+
+MAX_DEPTH = 48
+TESTS_FILE = "<tests>"
+CHECK = "__editforge_check__"
+_ABORT_NAMES = ("SystemExit", "KeyboardInterrupt", "GeneratorExit")
+# Builtins that cross by name (the candidate side's SAFE_BUILTINS, computed the same way).
+SAFE_BUILTINS = frozenset(
+    name
+    for name, value in vars(builtins).items()
+    if (isinstance(value, type) and not name.startswith("_"))
+    or name
+    in {"abs", "all", "any", "ascii", "bin", "callable", "chr", "divmod", "format", "hash", "hex", "id",
+        "isinstance", "issubclass", "iter", "len", "max", "min", "next", "oct", "ord", "pow", "repr",
+        "round", "sorted", "sum"}
+)  # fmt: skip
+
+
+class Broken(BaseException):
+    """The run cannot pass: the protocol broke or the candidate exited. A BaseException, and
+    remembered by the run, so that no ``except`` in the tests can turn it into a pass."""
+
+
+class Remote:
+    """The trusted end of the channel: requests out, callbacks in, handles both ways."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+        self.proxies: dict[int, Proxy] = {}
+        self.standins: dict[int, type] = {}
+        self.standin_ids: dict[type, int] = {}
+        self.modules: dict[int, object] = {}
+        self.trusted: dict[int, object] = {}
+        self.trusted_ids: dict[int, int] = {}
+        self.encoder = Encoder(self._handle)
+        self.decoder = Decoder(self._resolve)
+        self.seq = 0
+        self.depth = 0
+        self.delegated = 0
+        self.broken: str | None = None
+        self.callback_failures = 0
+        self.numpy_mirrored = False
+
+    # -- handles -------------------------------------------------------------------------------
+    def _handle(self, obj: object) -> list:
+        if type(obj) is Proxy:
+            return ["h", object.__getattribute__(obj, "_ef_id")]
+        if isinstance(obj, type) and obj in self.standin_ids:
+            return ["h", self.standin_ids[obj]]
+        name = getattr(obj, "__name__", None)
+        if type(name) is str and name in SAFE_BUILTINS and getattr(builtins, name) is obj:
+            return ["B", name]
+        key = id(obj)
+        if key not in self.trusted_ids:  # the candidate may only call it (TrustedRef)
+            self.trusted_ids[key] = len(self.trusted) + 1
+            self.trusted[self.trusted_ids[key]] = obj
+        return ["H", self.trusted_ids[key]]
+
+    def _resolve(self, tree: list) -> object:
+        tag, rest = tree[0], tree[1:]
+        if tag == "h" and len(rest) == 2 and type(rest[0]) is int and rest[1] in ("c", "f", "o"):
+            return self.proxy(rest[0])
+        if tag == "H" and len(rest) == 1 and rest[0] in self.trusted:
+            return self.trusted[rest[0]]
+        if tag == "B" and len(rest) == 1 and rest[0] in SAFE_BUILTINS:
+            return getattr(builtins, rest[0])
+        if tag == "m" and len(rest) == 2 and type(rest[0]) is int and type(rest[1]) is str:
+            return self._module(rest[0], rest[1])
+        if tag == "xc" and len(rest) == 4 and type(rest[0]) is int:
+            return self._standin(*rest)
+        raise NotPlain(f"unknown value {str(tree)[:60]!r}")
+
+    def proxy(self, ident: int) -> Proxy:
+        if ident not in self.proxies:
+            proxy = object.__new__(Proxy)
+            object.__setattr__(proxy, "_ef_remote", self)
+            object.__setattr__(proxy, "_ef_id", ident)
+            self.proxies[ident] = proxy
+        return self.proxies[ident]
+
+    def _module(self, ident: int, name: str) -> object:
+        """A module of the program's namespace: this process's own import of it when it is one
+        that exists here (the candidate's folder is not on this process's path), else a handle."""
+        if ident not in self.modules:
+            module = sys.modules.get(name)
+            if module is None and all(part.isidentifier() for part in name.split(".")):
+                with contextlib.suppress(Exception):
+                    if importlib.util.find_spec(name) is not None:
+                        module = importlib.import_module(name)
+            self.modules[ident] = module if module is not None else self.proxy(ident)
+        return self.modules[ident]
+
+    def _standin(self, ident: int, module: object, qualname: object, bases: object) -> type:
+        """A local class for an exception class of the program's: its library's own class where
+        this process already imported it (``json.JSONDecodeError``), else a stand-in that
+        subclasses the decoded bases, so ``except ValueError`` and ``except ParseError`` both work."""
+        if ident in self.standins:
+            return self.standins[ident]
+        known = sys.modules.get(module) if type(module) is str and module != "__main__" else None
+        cls = _attribute(known, qualname) if known is not None else None
+        if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+            decoded = tuple(self.decoder._dec(b, 1) for b in (bases if type(bases) is list else []))
+            parents = tuple(b for b in decoded if isinstance(b, type) and issubclass(b, BaseException))
+            name = str(qualname).rpartition(".")[2] or "CandidateError"
+            try:
+                cls = type(name, parents or (Exception,), {"__module__": "__main__"})
+            except TypeError:  # an instance lay-out conflict between builtin bases
+                cls = type(name, parents[:1] or (Exception,), {"__module__": "__main__"})
+            if issubclass(cls, (SystemExit, KeyboardInterrupt, GeneratorExit)):
+                cls = type(name, (Exception,), {"__module__": "__main__"})
+        self.standins[ident] = cls
+        self.standin_ids.setdefault(cls, ident)
+        return cls
+
+    # -- requests ------------------------------------------------------------------------------
+    def request(self, op: str, target: object = None, **fields) -> object:
+        if self.broken:
+            raise Broken(self.broken)
+        if not self.numpy_mirrored and "numpy" in sys.modules:
+            self.numpy_mirrored = True
+            _mirror_numpy(self)
+        self.seq += 1
+        seq = self.seq
+        try:
+            message = {"op": op, "seq": seq, **{k: self.encoder.encode(v) for k, v in fields.items()}}
+            if target is not None:
+                message["h"] = self.encoder.encode(target)
+        except (NotPlain, RecursionError) as exc:
+            raise TypeError(f"cannot pass this value to the program: {exc}") from None
+        self._send(message)
+        while True:
+            reply = self._receive()
+            if "op" in reply:
+                self._serve(reply)
+                continue
+            if reply.get("re") != seq:
+                self._break(f"an answer to no request (expected {seq}, got {str(reply.get('re'))[:20]})")
+            break
+        out = reply.get("out")
+        if type(out) is str:
+            sys.stdout.write(out)
+        self._warnings(reply.get("warn"))
+        if "e" in reply:
+            raise self._exception(reply["e"])
+        if "v" not in reply:
+            self._break("an answer without a value")
+        try:
+            return self.decoder.decode(reply["v"])
+        except (NotPlain, RecursionError) as exc:
+            self._break(f"a malformed value: {exc}")
+
+    def truth(self, op: str, target: Proxy, kind: type = bool, **fields) -> object:
+        """A value only candidate code can produce (its ``__eq__``, ``__len__``...): counted."""
+        self.delegated += 1
+        value = self.request(op, target, **fields)
+        if type(value) is not kind:
+            self._break(f"{op} answered {type(value).__name__}, not {kind.__name__}")
+        return value
+
+    def _send(self, message: dict) -> None:
+        try:
+            self.channel.send(message)
+        except (ChannelError, NotPlain) as exc:
+            self._break(str(exc))
+
+    def _receive(self) -> dict:
+        try:
+            return self.channel.receive()
+        except ChannelError as exc:
+            self._break(str(exc))
+
+    def _break(self, reason: str):
+        self.broken = self.broken or f"protocol: {reason}"
+        raise Broken(self.broken)
+
+    def _serve(self, message: dict) -> None:
+        """A callback: the candidate calls a trusted object the tests passed it (and nothing else)."""
+        if message.get("op") != "tcall" or message.get("h") not in self.trusted:
+            self._break(f"a request the trusted side does not serve ({str(message.get('op'))[:20]})")
+        if self.depth >= MAX_DEPTH:
+            self._break(f"more than {MAX_DEPTH} nested callbacks")
+        reply: dict = {"re": message.get("seq")}
+        self.depth += 1
+        try:
+            args = self.decoder.decode(message.get("args", ["l"]))
+            kwargs = self.decoder.decode(message.get("kw", ["d"]))
+            if type(args) is not list or type(kwargs) is not dict or not all(type(k) is str for k in kwargs):
+                self._break("malformed callback arguments")
+            reply["v"] = self.encoder.encode(self.trusted[message["h"]](*args, **kwargs))
+        except Broken:
+            raise
+        except (NotPlain, RecursionError) as exc:
+            self._break(f"a malformed callback: {exc}")
+        except BaseException as exc:
+            if isinstance(exc, AssertionError):
+                self.callback_failures += 1
+            reply["e"] = {"cls": self._exception_class(type(exc)), "args": self._safe_args(exc)}
+        finally:
+            self.depth -= 1
+        self._send(reply)
+
+    def _exception_class(self, cls: type) -> list:
+        for klass in cls.__mro__:
+            if klass in self.standin_ids:
+                return ["h", self.standin_ids[klass]]
+            if getattr(builtins, klass.__name__, None) is klass and not issubclass(klass, _aborts()):
+                return ["B", klass.__name__]
+        return ["B", "Exception"]
+
+    def _safe_args(self, exc: BaseException) -> object:
+        try:
+            return self.encoder.encode(list(exc.args))
+        except (NotPlain, RecursionError):
+            return ["l", str(exc)[:2000]]
+
+    def _exception(self, error: object) -> BaseException:
+        if type(error) is not dict:
+            self._break("a malformed exception")
+        if "abort" in error:
+            self.broken = f"the program raised {str(error['abort'])[:200]}"
+            return Broken(self.broken)
+        try:
+            cls = self.decoder.decode(error.get("cls"))
+            args = self.decoder.decode(error.get("args"))
+        except (NotPlain, RecursionError) as exc:
+            self._break(f"a malformed exception: {exc}")
+        if not (isinstance(cls, type) and issubclass(cls, BaseException)) or type(args) is not list:
+            self._break("an exception that is not an exception class")
+        if issubclass(cls, _aborts()):
+            self.broken = f"the program raised {cls.__name__}"
+            return Broken(self.broken)
+        try:
+            return cls(*args)
+        except Exception:
+            return cls(str(error.get("text", ""))[:2000])
+
+    def _warnings(self, caught: object) -> None:
+        if type(caught) is not list:
+            return
+        for item in caught[:20]:
+            with contextlib.suppress(Exception):
+                category = self.decoder.decode(item[0])
+                if isinstance(category, type) and issubclass(category, Warning):
+                    warnings.warn(str(item[1]), category, stacklevel=2)
+
+    def end(self) -> None:
+        with contextlib.suppress(ChannelError, NotPlain):
+            self.channel.send({"op": "end"})
+
+
+def _aborts() -> tuple[type, ...]:
+    return (SystemExit, KeyboardInterrupt, GeneratorExit)
+
+
+def _attribute(module: object, qualname: object) -> object:
+    value = module
+    for part in str(qualname).split("."):
+        value = getattr(value, part, None)
+    return value
+
+
+def _remote(proxy: Proxy) -> Remote:
+    return object.__getattribute__(proxy, "_ef_remote")
+
+
+def _binary(name: str, reflected: bool = False):
+    def method(self, other):
+        if reflected:  # other <op> self, computed where self lives
+            return _remote(self).request("rbinary", self, name=name, args=[other])
+        return _remote(self).request("binary", self, name=name, args=[other])
+
+    method.__name__ = f"__{name}__"
+    return method
+
+
+def _compare(op: str):
+    def method(self, other):
+        if type(other) is not Proxy:  # a handle against plain data is never delegated
+            return NotImplemented
+        return _remote(self).truth(op, self, args=[other])
+
+    return method
+
+
+class Proxy:
+    """An object of the candidate's process (function, class, instance, iterator): every use is a
+    request. One proxy per object, so ``is`` works; passed back, it is the original again."""
+
+    __slots__ = ("_ef_remote", "_ef_id", "__weakref__")
+
+    def __getattr__(self, name: str):
+        if name.startswith("_ef_"):
+            raise AttributeError(name)
+        return _remote(self).request("getattr", self, name=name)
+
+    def __setattr__(self, name: str, value) -> None:
+        _remote(self).request("setattr", self, name=name, v=value)
+
+    def __delattr__(self, name: str) -> None:
+        _remote(self).request("delattr", self, name=name)
+
+    def __call__(self, *args, **kwargs):
+        return _remote(self).request("call", self, args=list(args), kw=dict(kwargs))
+
+    def __getitem__(self, key):
+        return _remote(self).request("getitem", self, k=key)
+
+    def __setitem__(self, key, value) -> None:
+        _remote(self).request("setitem", self, k=key, v=value)
+
+    def __delitem__(self, key) -> None:
+        _remote(self).request("delitem", self, k=key)
+
+    def __iter__(self):
+        return _remote(self).request("iter", self)
+
+    def __next__(self):
+        return _remote(self).request("next", self)
+
+    def __str__(self) -> str:
+        return _text(_remote(self).request("str", self))
+
+    def __repr__(self) -> str:
+        return _text(_remote(self).request("repr", self))
+
+    def __format__(self, spec: str) -> str:
+        return _text(_remote(self).request("format", self, spec=spec))
+
+    def __bool__(self) -> bool:
+        return _remote(self).truth("bool", self)
+
+    def __len__(self) -> int:
+        return _remote(self).truth("len", self, int)
+
+    def __hash__(self) -> int:
+        return _remote(self).truth("hash", self, int)
+
+    def __contains__(self, item) -> bool:
+        return _remote(self).truth("contains", self, args=[item])
+
+    def __instancecheck__(self, obj) -> bool:
+        if type(obj) is not Proxy:  # plain data is never an instance of a program's class
+            return False
+        return _remote(self).truth("instancecheck", obj, args=[self])
+
+    def __subclasscheck__(self, cls) -> bool:
+        if type(cls) is not Proxy:
+            return False
+        return _remote(self).truth("subclasscheck", cls, args=[self])
+
+    def __enter__(self):
+        return self.__getattr__("__enter__")()
+
+    def __exit__(self, *exc):
+        return self.__getattr__("__exit__")(*exc)
+
+    def __copy__(self):
+        return _remote(self).request("unary", self, name="copy")
+
+    def __deepcopy__(self, memo):
+        return _remote(self).request("unary", self, name="deepcopy")
+
+    def __reversed__(self):
+        return _remote(self).request("unary", self, name="reversed")
+
+    def __dir__(self):
+        return _remote(self).request("unary", self, name="dir")
+
+    __eq__, __ne__ = _compare("eq"), _compare("ne")
+    __lt__, __le__, __gt__, __ge__ = _compare("lt"), _compare("le"), _compare("gt"), _compare("ge")
+
+
+for _name in [
+    "add",
+    "sub",
+    "mul",
+    "truediv",
+    "floordiv",
+    "mod",
+    "pow",
+    "matmul",
+    "lshift",
+    "rshift",
+    "and",
+    "or",
+    "xor",
+]:
+    _op = _name + "_" if _name in ("and", "or") else _name
+    setattr(Proxy, f"__{_name}__", _binary(_op))
+    setattr(Proxy, f"__r{_name}__", _binary(_op, reflected=True))
+    setattr(Proxy, f"__i{_name}__", _binary(f"i{_name}"))
+for _name in ("neg", "pos", "abs", "invert", "index", "int", "float", "complex", "round"):
+    setattr(
+        Proxy,
+        f"__{_name}__",
+        (lambda name: lambda self, *a: _remote(self).request("unary", self, name=name))(_name),
+    )
+
+
+def _text(value: object) -> str:
+    if type(value) is not str:
+        raise TypeError("the program's __str__/__repr__/__format__ returned a non-string")
+    return value
+
+
+class _Checks:
+    """The assert statements of the tests: which held (every time they ran) and which failed."""
+
+    def __init__(self, total: int, remote: Remote) -> None:
+        self.total, self.remote = total, remote
+        self.held: set[int] = set()
+        self.failed: set[int] = set()
+
+    def __call__(self, index: int, value: object) -> bool:
+        truth = bool(value)  # a handle's truth is delegated (and counted) by Proxy.__bool__
+        if truth:
+            self.held.add(index)
+        else:
+            self.failed.add(index)
+            if self.remote.depth:  # inside a callback the candidate called: it cannot catch this
+                self.remote.callback_failures += 1
+        return truth
+
+    @property
+    def passed(self) -> int:
+        return len(self.held - self.failed)
+
+
+class _AssertRewriter(ast.NodeTransformer):
+    """``assert test, msg`` -> ``if not CHECK(i, test): raise AssertionError(msg)``."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def visit_Assert(self, node: ast.Assert) -> ast.stmt:
+        self.generic_visit(node)
+        index = self.count
+        self.count += 1
+        check = ast.Call(ast.Name(CHECK, ast.Load()), [ast.Constant(index), node.test], [])
+        error = ast.Call(ast.Name("AssertionError", ast.Load()), [node.msg] if node.msg else [], [])
+        raised = ast.If(ast.UnaryOp(ast.Not(), check), [ast.Raise(error, None)], [])
+        return ast.copy_location(raised, node)
+
+
+# Process-wide state the tests may set: applied here, then mirrored where the program runs.
+MIRRORED = (
+    ("random.seed", random, "seed"),
+    ("warnings.simplefilter", warnings, "simplefilter"),
+    ("warnings.filterwarnings", warnings, "filterwarnings"),
+    ("warnings.resetwarnings", warnings, "resetwarnings"),
+    ("sys.setrecursionlimit", sys, "setrecursionlimit"),
+)
+
+
+def _mirrored(remote: Remote, name: str, function):
+    def mirrored(*args, **kwargs):
+        result = function(*args, **kwargs)
+        remote.request("mirror", fn=name, args=list(args), kw=dict(kwargs))
+        return result
+
+    return mirrored
+
+
+def _mirror(remote: Remote) -> None:
+    """Wrap the functions of MIRRORED in this process (it serves one run and then exits)."""
+    for name, module, attribute in MIRRORED:
+        setattr(module, attribute, _mirrored(remote, name, getattr(module, attribute)))
+
+
+def _mirror_numpy(remote: Remote) -> None:
+    numpy_random = sys.modules.get("numpy.random")
+    if numpy_random is not None:
+        numpy_random.seed = _mirrored(remote, "numpy.random.seed", numpy_random.seed)
+
+
+def run(channel: Channel, tests: str, helpers: str, report_fd: int) -> None:
+    """Load the program in the candidate's process, run the tests here, report the outcome as one
+    JSON record on ``report_fd``."""
+    remote = Remote(channel)
+    outcome: dict = {"passed": False, "tests_passed": 0, "tests_total": 0, "delegated": 0}
+    checks = None
+    try:
+        tree = ast.parse(tests, TESTS_FILE)
+        rewriter = _AssertRewriter()
+        tree = ast.fix_missing_locations(rewriter.visit(tree))
+        code = compile(tree, TESTS_FILE, "exec", dont_inherit=True)
+        checks = _Checks(rewriter.count, remote)
+        outcome["tests_total"] = rewriter.count
+        names = remote.request("load")
+        if type(names) is not dict:
+            remote._break("the program's names are not a dict")
+        namespace: dict = {"__name__": "__main__", "__builtins__": builtins}
+        exec(compile(helpers, "<benchmark helpers>", "exec", dont_inherit=True), namespace)
+        for name, value in names.items():
+            if type(name) is str and name not in namespace:
+                namespace[name] = value
+        namespace[CHECK] = checks
+        _mirror(remote)
+        exec(code, namespace)
+        if remote.broken:
+            raise Broken(remote.broken)
+        if remote.callback_failures:
+            raise AssertionError("an assertion failed inside a callback the program called")
+        outcome["passed"] = True
+    except Broken as exc:
+        outcome["error"] = str(exc)
+        outcome["kind"] = "protocol" if str(exc).startswith("protocol") else "aborted"
+    except MemoryError:
+        outcome.update(error="MemoryError", kind="memory")
+    except BaseException as exc:
+        outcome["error"] = f"{type(exc).__name__}: {_message(exc)}".rstrip(": ")
+        outcome["kind"] = "exception"
+        with contextlib.suppress(BaseException):
+            traceback.print_exception(
+                type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None
+            )
+    if remote.broken and outcome["passed"]:
+        outcome.update(passed=False, error=remote.broken, kind="protocol")
+    if checks is not None:
+        outcome["tests_passed"] = checks.passed
+    outcome["delegated"] = remote.delegated
+    remote.end()
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    data = json.dumps(outcome).encode()
+    with contextlib.suppress(OSError):
+        os.write(report_fd, data)
+
+
+def _message(exc: BaseException) -> str:
+    try:
+        return str(exc)[:500]
+    except Exception:
+        return "<unprintable>"

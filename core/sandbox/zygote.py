@@ -1,0 +1,234 @@
+"""The zygote: the sandbox's first process, from which every process that runs a program is forked.
+
+The harness starts, prepares the interpreter (preloaded modules, filters, confinement), and then
+splits in two before it reads any job:
+
+- the **zygote** (this module; PID 1 under bwrap, the subreaper on the local backend) never reads
+  a job, a test, a program or an output. For each run it forks the run's process with the
+  descriptors the server hands it (``SCM_RIGHTS``), reports that process's exit status, and at
+  the end of the run kills and reaps every process but the server. A program therefore starts
+  from memory that never held another run's tests, programs or results: scanning its own heap
+  (ctypes, ``/proc/self/mem`` is refused anyway) finds nothing of any earlier run.
+- the **server** (``harness.Server.serve``) talks to the host, supervises runs, forks the trusted
+  test process of split runs itself (trusted code only), and renews the scratch folders.
+
+A run's own texts travel to its process in a memfd that only that process reads. Messages are
+JSON on a ``SOCK_SEQPACKET`` socket pair. Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import socket
+from collections.abc import Callable
+
+MAX_FDS = 16
+_MESSAGE = 1 << 16
+
+
+class ZygoteGone(Exception):
+    """The zygote died or broke its protocol (a program killed it, on the local backend)."""
+
+
+def _children() -> list[int]:
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children") as f:
+            return [int(pid) for pid in f.read().split()]
+    except FileNotFoundError:
+        pass
+    children = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                if int(f.read().rpartition(")")[2].split()[1]) == me:
+                    children.append(int(name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return children
+
+
+class Zygote:
+    """The zygote's loop. ``start_run(meta, fds)`` runs in each fork and never returns."""
+
+    def __init__(self, server_pid: int, sock: socket.socket, start_run: Callable[[dict, dict], None]) -> None:
+        self.server_pid, self.sock, self.start_run = server_pid, sock, start_run
+        self.run_pid = 0
+        self.run_status: int | None = None
+        self.wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+
+    def loop(self) -> None:
+        """Serve the server until it exits; then kill what is left and return."""
+        poller = select.poll()
+        poller.register(self.sock.fileno(), select.POLLIN)
+        poller.register(self.wake_r, select.POLLIN)
+        try:
+            while True:
+                for fd, _ in poller.poll():
+                    if fd == self.wake_r:
+                        with contextlib.suppress(BlockingIOError):
+                            os.read(self.wake_r, 512)
+                        if self._reap():
+                            return
+                        continue
+                    try:
+                        data, fds, _, _ = socket.recv_fds(self.sock, _MESSAGE, MAX_FDS)
+                    except OSError:
+                        return
+                    if not data:
+                        return
+                    self._handle(json.loads(data), fds)
+        finally:
+            self._kill_runs(keep_server=False)
+
+    def _handle(self, message: dict, fds: list[int]) -> None:
+        if message["op"] == "fork":
+            names = message["fds"]
+            pid = os.fork()
+            if pid == 0:
+                self.sock.close()
+                os.close(self.wake_r)
+                signal.set_wakeup_fd(-1)
+                self.start_run(message["job"], dict(zip(names, fds, strict=True)))
+                os._exit(70)  # start_run never returns
+            for fd in fds:
+                os.close(fd)
+            self.run_pid, self.run_status = pid, None
+            self._send({"pid": pid})
+        elif message["op"] == "end":
+            self._kill_runs(keep_server=True)
+            status, self.run_pid, self.run_status = self.run_status, 0, None
+            self._send({"ended": True, "status": status})
+
+    def _reap(self) -> bool:
+        """Reap what exited; True when the server itself is gone."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return True
+            if pid == 0:
+                return False
+            if pid == self.server_pid:
+                return True
+            if pid == self.run_pid and self.run_status is None:
+                self.run_status = status
+                with contextlib.suppress(OSError):
+                    self._send({"exited": status})
+
+    def _kill_runs(self, keep_server: bool) -> None:
+        """Kill and reap every process but the server: orphans of a run reparent here (PID 1 or
+        subreaper), so repeating until none is left reaches all of them, setsid() or not."""
+        if self.run_pid:  # most of a run's processes share its process group: one call
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.run_pid, signal.SIGKILL)
+        while True:
+            others = [pid for pid in _children() if not (keep_server and pid == self.server_pid)]
+            if not others:
+                return
+            for pid in others:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            flags = 0  # block for one of those just killed, then take whatever else is ready
+            while True:
+                try:
+                    pid, status = os.waitpid(-1, flags)
+                except ChildProcessError:
+                    return
+                if pid == 0:
+                    break
+                flags = os.WNOHANG
+                if pid == self.run_pid and self.run_status is None:
+                    self.run_status = status
+                if pid == self.server_pid and keep_server:
+                    return
+
+    def _send(self, message: dict) -> None:
+        self.sock.send(json.dumps(message).encode())
+
+
+class ZygoteClient:
+    """The server's end: asks the zygote to fork a run's process, hears when it exits."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.exited: int | None = None
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def fork(self, job: dict, fds: dict[str, int]) -> int:
+        """Fork the run's process with ``fds`` (name -> descriptor, closed here once sent); its pid."""
+        self.exited = None
+        names = list(fds)
+        try:
+            socket.send_fds(
+                self.sock,
+                [json.dumps({"op": "fork", "job": job, "fds": names}).encode()],
+                [fds[n] for n in names],
+            )
+        except OSError as exc:
+            raise ZygoteGone(f"cannot reach the zygote: {exc}") from None
+        finally:
+            for fd in fds.values():
+                os.close(fd)
+        return self._expect("pid")["pid"]
+
+    def event(self) -> None:
+        """Read one message that arrived unasked (the run's process exited)."""
+        message = self._receive()
+        if "exited" in message:
+            self.exited = message["exited"]
+
+    def end(self) -> int | None:
+        """Kill every process of the run; the exit status of the run's process (None: it had none)."""
+        try:
+            self.sock.send(json.dumps({"op": "end"}).encode())
+        except OSError as exc:
+            raise ZygoteGone(f"cannot reach the zygote: {exc}") from None
+        message = self._expect("ended")
+        status = message["status"]
+        return self.exited if self.exited is not None else status
+
+    def _expect(self, key: str) -> dict:
+        while True:
+            message = self._receive()
+            if key in message:
+                return message
+            if "exited" in message:
+                self.exited = message["exited"]
+
+    def _receive(self) -> dict:
+        try:
+            data = self.sock.recv(_MESSAGE)
+        except OSError as exc:
+            raise ZygoteGone(f"the zygote is gone: {exc}") from None
+        if not data:
+            raise ZygoteGone("the zygote is gone")
+        return json.loads(data)
+
+
+def payload_fd(texts: dict) -> int:
+    """A memfd holding ``texts`` as JSON, for the run's process alone to read."""
+    fd = os.memfd_create("editforge-job", os.MFD_CLOEXEC)
+    data = memoryview(json.dumps(texts).encode())
+    while data:
+        data = data[os.write(fd, data) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def read_payload(fd: int) -> dict:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    os.close(fd)
+    return json.loads(b"".join(chunks))
