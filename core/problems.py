@@ -7,7 +7,9 @@ benchmark run as its authors ran it (HumanEvalFix, bigcode's harness):
 
 - `shown_tests`: tests the prompt shows after `before` (`shown`); a completion that repeats
   them is cut where they begin, since execution appends `tests` anyway (they run once);
-- `prelude`: code run before the program but never shown (bigcode's import helper).
+- `prelude`: code run before the program but never shown (bigcode's import helper);
+- `helpers`: benchmark text the tests call besides the program (HumanEvalFix's `poly`,
+  `encode_cyclic`): a split run (docs/sandbox.md) binds them from this text, not from the program.
 
 What only one benchmark kind needs travels in `payload`, a frozen dataclass that kind's loader
 defines (`HumanEvalFixPayload`, `ApiUpdatePayload`, ...): typed fields, never string keys. A
@@ -62,6 +64,7 @@ class Problem:
     payload: Any = None  # the kind's own frozen dataclass (see the module docstring)
     shown_tests: str = ""  # tests the prompt shows after `before`
     prelude: str = ""  # runs before the program, never shown to the model
+    helpers: str = ""  # functions of the benchmark's text the tests call (bound on the trusted side)
     not_runnable: tuple[str, ...] = ()  # why this machine cannot run it; empty: it can
 
     @property

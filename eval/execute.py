@@ -2,9 +2,9 @@
 program plus tests (CanItEdit, HumanEvalFix, the fixtures, EDIT-Bench).
 
 Cheap checks come first and fail a sample without running it (empty, too large, Python that
-does not compile); everything else runs in the sandbox, Python in its interpreter harness and
-other languages as their toolchain's command line, whose tests write back the run token
-(eval/languages.py).
+does not compile); everything else runs in the sandbox, Python in its interpreter harness (split
+where the problem allows it: eval/split_mode.py) and other languages as their toolchain's command
+line, whose tests write back the run token (eval/languages.py).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from core.problems import Problem
 from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from core.sandbox.declared import unverified_flags
 from eval.languages import command_job
+from eval.split_mode import run_modes
 
 log = logging.getLogger(__name__)
 
@@ -42,14 +43,22 @@ def precheck(code: str, language: str, max_bytes: int) -> tuple[str, str] | None
 
 
 def verdict(result: ExecutionResult) -> dict[str, Any]:
-    return {
+    record = {
         "status": result.status,
         "passed": result.passed,
         "exit_code": result.exit_code,
         "duration_s": round(result.duration_s, 4),
         "detail": result.detail,
         "stderr": result.stderr[-2000:],
+        "mode": result.mode or "command",
     }
+    if result.mode == "split":
+        record.update(
+            tests_passed=result.tests_passed,
+            tests_total=result.tests_total,
+            delegated_checks=result.delegated_checks,
+        )
+    return record
 
 
 def early_verdict(status: str, detail: str) -> dict[str, Any]:
@@ -77,12 +86,16 @@ def run_programs(
     languages as their toolchain's command line (in parallel, each with its own limits)."""
     python = [(i, p, c) for i, (p, c) in enumerate(jobs) if p.language == "python"]
     results: list[ExecutionResult | None] = [None] * len(jobs)
+    problems = list({p.id: p for _, p, _ in python}.values())
+    modes = run_modes(sandbox, problems, limits) if problems else {}
     for (i, _, _), result in zip(
         python,
         sandbox.run_many(
             [(c, p.tests) for _, p, c in python],
             limits=limits,
             unverified=declared_unverified(sandbox, [p for _, p, _ in python]),
+            split=[modes[p.id].split for _, p, _ in python],
+            helpers=[p.helpers for _, p, _ in python],
         ),
         strict=True,
     ):

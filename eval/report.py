@@ -91,6 +91,23 @@ def render_report(model: str, benchmark: str, results: dict[str, Any]) -> str:
     lines += ["", "## Execution statuses", "", "| Split | Status | Samples |", "|---|---|---|"]
     for split, m in metrics.items():
         lines += [f"| {split} | {status} | {count} |" for status, count in m["statuses"].items()]
+    if any(m.get("passes_by_mode") for m in metrics.values()):
+        lines += [
+            "",
+            "## How passes were judged",
+            "",
+            "split: the tests ran in a process that runs no program code; delegated: at least one check "
+            "was decided by the program's own code (== between two of its objects, its __len__...); "
+            "in_process: program and tests in one interpreter; command: other languages, by run token "
+            "(docs/sandbox.md).",
+            "",
+            "| Split | Judged | Passes |",
+            "|---|---|---|",
+        ]
+        for split, m in metrics.items():
+            lines += [
+                f"| {split} | {mode} | {count} |" for mode, count in m.get("passes_by_mode", {}).items()
+            ]
     if per_problem:
         lines += [
             "",

@@ -65,11 +65,22 @@ def _coverage(problem: Problem, code: str, report) -> dict[str, Any]:
     }
 
 
+def _judged(record: dict) -> str:
+    """How a passing record was judged: "split", "split, delegated" (a check decided by the
+    program's own code, such as == between two of its objects), "in_process" or "command"."""
+    mode = record.get("mode", "in_process")  # records written before split runs existed
+    if mode == "split" and record.get("delegated_checks"):
+        return "split, delegated"
+    return mode
+
+
 def score(store: SampleStore, problems: dict[str, Problem], splits: Sequence[str], ks: Sequence[int]) -> dict:
     """{"metrics": {split: {...}}, "per_problem": [...]} from the records in `store`."""
     executions, coverage = store.of_type("execution"), store.of_type("coverage")
     counts: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     statuses: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    # passes by how they were judged (docs/sandbox.md): split, split with delegated checks, in process, command
+    judged: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     excess: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     excess_changed: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     percents: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
@@ -80,6 +91,8 @@ def score(store: SampleStore, problems: dict[str, Problem], splits: Sequence[str
         counts[split][problem][0] += 1
         counts[split][problem][1] += int(record["passed"])
         statuses[split][record["status"]] += 1
+        if record["passed"]:
+            judged[split][_judged(record)] += 1
         cov = coverage.get(key)
         if record["passed"] and cov is not None and "excess" in cov:
             excess[split][problem].append(cov["excess"])
@@ -103,6 +116,7 @@ def score(store: SampleStore, problems: dict[str, Problem], splits: Sequence[str
             problems=len(per),
             samples=sum(n for n, _ in per.values()),
             statuses=dict(sorted(statuses[split].items())),
+            passes_by_mode=dict(sorted(judged[split].items())),
         )
         metrics[split] = m
         for problem, (n, c) in sorted(per.items()):

@@ -30,6 +30,7 @@ default the copy shipped in `core/data/humanevalpack/` (MIT, see its LICENSE), o
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -248,6 +249,26 @@ def import_helper(language: str, kind: str = "strict") -> str:
     return "\n".join(lines)
 
 
+def test_helpers(record: dict[str, Any]) -> str:
+    """The functions of a Python problem's declaration that its tests call besides the entry point
+    (``poly``, ``encode_cyclic``, ``encode_shift``), with the declaration's imports: a split run binds
+    them from this text, so a program cannot redefine what the tests check it with."""
+    try:
+        tree = ast.parse(record["declaration"] + record["canonical_solution"])
+    except SyntaxError:
+        return ""
+    used = {n.id for n in ast.walk(ast.parse(record["test"])) if isinstance(n, ast.Name)}
+    keep = [
+        node
+        for node in tree.body
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        or (isinstance(node, ast.FunctionDef) and node.name != record["entry_point"] and node.name in used)
+    ]
+    if not any(isinstance(node, ast.FunctionDef) for node in keep):
+        return ""
+    return "\n\n".join(ast.unparse(node) for node in keep) + "\n"
+
+
 def problem_from_humanevalpack(
     record: dict[str, Any], language: str, where: str, variant: str = "fixtests", helper: str = "strict"
 ) -> Problem:
@@ -281,6 +302,7 @@ def problem_from_humanevalpack(
         payload=payload,
         shown_tests=record["test"] if variant == "fixtests" else "",
         prelude=import_helper(language, helper),
+        helpers=test_helpers(record) if language == "python" else "",
     )
 
 

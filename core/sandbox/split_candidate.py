@@ -11,6 +11,7 @@ each. Standard library only: this module runs inside the sandbox, loaded by the 
 from __future__ import annotations
 
 import builtins
+import collections
 import contextlib
 import copy
 import io
@@ -92,6 +93,9 @@ MIRRORS = {
     "sys.setrecursionlimit": ("sys", "setrecursionlimit"),
 }
 _ABORTS = (SystemExit, KeyboardInterrupt, GeneratorExit)
+# Arguments a call may change in place (list.sort, dict.update...): sent back to the caller.
+MUTABLE = frozenset({list, dict, set, bytearray, collections.deque, collections.OrderedDict,
+                     collections.Counter, collections.defaultdict})  # fmt: skip
 
 
 class TrustedRef:
@@ -118,6 +122,9 @@ class CandidateServer:
         self.decoder = Decoder(self._resolve)
         self.depth = 0
         self.seq = 0
+        self.warned: list = []
+        self.back: list = []
+        warnings.showwarning = self._show_warning
         self.module = types.ModuleType("__main__")
         self.module.__dict__.update(__file__=main_path, __builtins__=builtins, __cached__=None)
 
@@ -163,20 +170,32 @@ class CandidateServer:
             self.channel.send(self.answer(message))
 
     def answer(self, message: dict) -> dict:
+        """The reply to one request, with what the program printed and the warnings it showed
+        meanwhile (the tests may capture both)."""
         reply: dict = {"re": message.get("seq")}
-        out = io.StringIO()
+        out, saved = io.StringIO(), sys.stdout
+        self.warned, self.back = [], []
+        sys.stdout = out
         try:
-            with contextlib.redirect_stdout(out), warnings.catch_warnings(record=True) as caught:
-                value = self._do(message)
-            reply["v"] = self.encoder.encode(value)
-            reply["warn"] = [[self.encoder.encode(w.category), str(w.message)[:2000]] for w in caught[:20]]
+            reply["v"] = self.encoder.encode(self._do(message))
         except BaseException as exc:  # everything the program raises crosses as its class and args
             reply.pop("v", None)
             reply["e"] = self._exception(exc)
+        finally:
+            sys.stdout = saved
         text = out.getvalue()
         if text:
             reply["out"] = text[:MAX_OUTPUT]
+        if self.warned:
+            reply["warn"] = self.warned[:20]
+        if self.back and "v" in reply:
+            reply["back"] = self.back
         return reply
+
+    def _show_warning(self, message, category, filename, lineno, file=None, line=None) -> None:
+        """warnings.showwarning here: a warning the filters let through goes to the tests."""
+        with contextlib.suppress(Exception):
+            self.warned.append([self.encoder.encode(category), str(message)[:2000]])
 
     def _do(self, m: dict) -> object:
         op = m.get("op")
@@ -184,9 +203,12 @@ class CandidateServer:
             code = compile(self.program, self.main_path, "exec", dont_inherit=True)
             sys.modules["__main__"] = self.module
             exec(code, self.module.__dict__)
-            return {
-                k: v for k, v in self.module.__dict__.items() if not (k.startswith("__") and k.endswith("__"))
-            }
+            return None
+        if op == "getname":  # a top-level name of the program (KeyError: it has none of that name)
+            name = _name(m)
+            if name.startswith("__") and name.endswith("__"):
+                raise KeyError(name)
+            return self.module.__dict__[name]
         if op == "mirror":
             module, attribute = MIRRORS[m["fn"]]
             return getattr(sys.modules.get(module) or __import__(module, fromlist=["_"]), attribute)(
@@ -194,7 +216,10 @@ class CandidateServer:
             )
         target = self.decoder.decode(m.get("h"))
         if op == "call":
-            return target(*self._args(m), **self._kwargs(m))
+            args = self._args(m)
+            value = target(*args, **self._kwargs(m))
+            self.back = self._mutated(m["args"][1:], args)
+            return value
         if op == "getattr":
             return getattr(target, _name(m))
         if op == "setattr":
@@ -234,6 +259,17 @@ class CandidateServer:
         if op == "format":
             return format(target, _name(m, "spec"))
         raise NotPlain(f"unknown request {op!r}")
+
+    def _mutated(self, sent: list, args: list) -> list:
+        """[index, value] for each mutable argument the call changed: the caller updates its own."""
+        back = []
+        for i, (tree, value) in enumerate(zip(sent, args, strict=True)):
+            if type(value) in MUTABLE:
+                with contextlib.suppress(NotPlain, RecursionError):
+                    now = self.encoder.encode(value)
+                    if now != tree:
+                        back.append([i, now])
+        return back
 
     def _args(self, m: dict) -> list:
         args = self.decoder.decode(m.get("args", ["l"]))

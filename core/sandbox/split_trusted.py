@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
 import contextlib
 import importlib
 import importlib.util
@@ -34,6 +35,7 @@ import os
 import random
 import sys
 import traceback
+import types
 import warnings
 
 try:  # in the sandbox the harness loads this file from its own folder
@@ -44,6 +46,7 @@ except ImportError:
 MAX_DEPTH = 48
 TESTS_FILE = "<tests>"
 CHECK = "__editforge_check__"
+FAILURE = "__editforge_assertion_error__"  # AssertionError, under a name no program can shadow
 _ABORT_NAMES = ("SystemExit", "KeyboardInterrupt", "GeneratorExit")
 # Builtins that cross by name (the candidate side's SAFE_BUILTINS, computed the same way).
 SAFE_BUILTINS = frozenset(
@@ -154,7 +157,10 @@ class Remote:
         return cls
 
     # -- requests ------------------------------------------------------------------------------
-    def request(self, op: str, target: object = None, **fields) -> object:
+    def request(self, op: str, target: object = None, _writeback: tuple = (), **fields) -> object:
+        """Send one request and wait for its answer, serving the callbacks the program makes
+        meanwhile; the answer's value, or the exception it carries raised here. ``_writeback``: the
+        call's arguments, updated in place where the program changed them (``list.sort()``)."""
         if self.broken:
             raise Broken(self.broken)
         if not self.numpy_mirrored and "numpy" in sys.modules:
@@ -186,9 +192,35 @@ class Remote:
         if "v" not in reply:
             self._break("an answer without a value")
         try:
-            return self.decoder.decode(reply["v"])
+            value = self.decoder.decode(reply["v"])
+            if _writeback and "back" in reply:
+                self._write_back(_writeback, reply["back"])
         except (NotPlain, RecursionError) as exc:
             self._break(f"a malformed value: {exc}")
+        return value
+
+    def _write_back(self, args: tuple, back: object) -> None:
+        if type(back) is not list:
+            raise NotPlain("a malformed write-back")
+        for item in back[: len(args)]:
+            if (
+                type(item) is not list
+                or len(item) != 2
+                or type(item[0]) is not int
+                or not 0 <= item[0] < len(args)
+            ):
+                raise NotPlain("a malformed write-back")
+            original, new = args[item[0]], self.decoder.decode(item[1])
+            if type(new) is not type(original):
+                raise NotPlain("a write-back of another type")
+            if isinstance(original, (list, bytearray)):
+                original[:] = new
+            elif isinstance(original, collections.deque):
+                original.clear()
+                original.extend(new)
+            else:  # dict, set and their kin
+                original.clear()
+                original.update(new)
 
     def truth(self, op: str, target: Proxy, kind: type = bool, **fields) -> object:
         """A value only candidate code can produce (its ``__eq__``, ``__len__``...): counted."""
@@ -341,7 +373,7 @@ class Proxy:
         _remote(self).request("delattr", self, name=name)
 
     def __call__(self, *args, **kwargs):
-        return _remote(self).request("call", self, args=list(args), kw=dict(kwargs))
+        return _remote(self).request("call", self, args=list(args), kw=dict(kwargs), _writeback=args)
 
     def __getitem__(self, key):
         return _remote(self).request("getitem", self, k=key)
@@ -444,6 +476,30 @@ def _text(value: object) -> str:
     return value
 
 
+class _Namespace(dict):
+    """The tests' globals: what the tests and the benchmark's helpers define, else the program's
+    top-level name, asked for on first use (as the tests would find it in the program's module).
+    Functions, classes and modules are kept once fetched; plain values are asked for each time, so a
+    global the program rebinds reads as it would in one process."""
+
+    def __init__(self, remote: Remote) -> None:
+        super().__init__()
+        self.remote = remote
+        self.absent: set[str] = set()
+
+    def __missing__(self, name: str):
+        if type(name) is not str or name in self.absent or name.startswith("__editforge"):
+            raise KeyError(name)
+        try:
+            value = self.remote.request("getname", name=name)
+        except KeyError:
+            self.absent.add(name)  # a builtin, or a name nobody defines: Python looks further
+            raise
+        if type(value) is Proxy or isinstance(value, (type, types.ModuleType)):
+            self[name] = value
+        return value
+
+
 class _Checks:
     """The assert statements of the tests: which held (every time they ran) and which failed."""
 
@@ -478,7 +534,7 @@ class _AssertRewriter(ast.NodeTransformer):
         index = self.count
         self.count += 1
         check = ast.Call(ast.Name(CHECK, ast.Load()), [ast.Constant(index), node.test], [])
-        error = ast.Call(ast.Name("AssertionError", ast.Load()), [node.msg] if node.msg else [], [])
+        error = ast.Call(ast.Name(FAILURE, ast.Load()), [node.msg] if node.msg else [], [])
         raised = ast.If(ast.UnaryOp(ast.Not(), check), [ast.Raise(error, None)], [])
         return ast.copy_location(raised, node)
 
@@ -527,15 +583,11 @@ def run(channel: Channel, tests: str, helpers: str, report_fd: int) -> None:
         code = compile(tree, TESTS_FILE, "exec", dont_inherit=True)
         checks = _Checks(rewriter.count, remote)
         outcome["tests_total"] = rewriter.count
-        names = remote.request("load")
-        if type(names) is not dict:
-            remote._break("the program's names are not a dict")
-        namespace: dict = {"__name__": "__main__", "__builtins__": builtins}
+        remote.request("load")
+        namespace = _Namespace(remote)
+        namespace.update(__name__="__main__", __builtins__=builtins)
         exec(compile(helpers, "<benchmark helpers>", "exec", dont_inherit=True), namespace)
-        for name, value in names.items():
-            if type(name) is str and name not in namespace:
-                namespace[name] = value
-        namespace[CHECK] = checks
+        namespace[CHECK], namespace[FAILURE] = checks, AssertionError
         _mirror(remote)
         exec(code, namespace)
         if remote.broken:

@@ -1,0 +1,157 @@
+"""Which Python problems run split (tests in a trusted process, the program behind a plain-data
+boundary; docs/sandbox.md) and which in process, decided per problem and never by a sample.
+
+A problem runs split unless its own text says it cannot (``static_reason``: tests that subclass a
+class of the program, load the program by path, introspect its namespace or patch it), and unless
+running its reference and its ``before`` program both ways gives different per-test outcomes
+(``confirm``). An outcome is the status and the test line that failed first (checking stops there
+in both modes), so "identical" means: both pass, or both fail at the same assert, or both time out.
+A sample that breaks the split protocol just fails: it never moves its problem to in-process mode.
+
+The decision is cached on the sandbox object, keyed by the problem's texts, so the chunks of one
+evaluation decide each problem once.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.errors import UserError
+from core.problems import Problem
+from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
+from core.sandbox.declared import unverified_flags
+
+IN_PROCESS_PATTERNS = (
+    (re.compile(r"main\.py|__file__|\brunpy\b|\bimportlib\b|\bsys\.modules\b|\bsubprocess\b|\bos\.system\b"),
+     "the tests load the program by path"),
+    (re.compile(r"\bimport\s+main\b|\bfrom\s+main\s+import\b"), "the tests import the program as a module"),
+    (re.compile(r"\b(globals|locals|vars)\(\s*\)|\bdir\(\s*\)|\binspect\b"), "the tests introspect the program's namespace"),
+    (re.compile(r"\bmock\b|\bmonkeypatch\b"), "the tests patch the program"),
+)  # fmt: skip
+_FAILED_AT = re.compile(r'File "<tests>", line (\d+)')
+
+
+@dataclass(frozen=True)
+class RunMode:
+    split: bool
+    reason: str = ""  # why the problem runs in process; empty when it runs split
+
+
+def static_reason(problem: Problem) -> str:
+    """Why the problem's own text rules out a split run ("" when nothing does)."""
+    if problem.language != "python":
+        return "not Python: its tests run as the language's command line"
+    for pattern, reason in IN_PROCESS_PATTERNS:
+        if pattern.search(problem.tests):
+            return reason
+    try:
+        tests = ast.parse(problem.tests)
+    except (SyntaxError, ValueError):
+        return "the tests do not parse"
+    program_classes = _top_level_classes(problem.after) | _top_level_classes(problem.before)
+    for node in ast.walk(tests):
+        if isinstance(node, ast.ClassDef):
+            bases = {b.id for b in node.bases if isinstance(b, ast.Name)}
+            if bases & (program_classes - _top_level_classes(problem.tests)):
+                return f"the tests subclass the program's class {sorted(bases & program_classes)[0]}"
+    return ""
+
+
+def _top_level_classes(text: str) -> set[str]:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return set()
+    return {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+
+
+def outcome(result: ExecutionResult) -> tuple[str, str]:
+    """(status, the tests' line where the run failed first, or "") of one run."""
+    if result.passed:  # passed or passed_unverified: in process the latter is the same pass
+        return "passed", ""
+    lines = _FAILED_AT.findall(result.stderr)
+    return result.status, lines[-1] if lines else ""
+
+
+def run_modes(sandbox: Sandbox, problems: Sequence[Problem], limits: SandboxLimits) -> dict[str, RunMode]:
+    """The mode of every problem (cached on ``sandbox`` by the problem's texts)."""
+    known: dict[str, RunMode] = sandbox.__dict__.setdefault("_split_run_modes", {})
+    keys = {p.id: _key(p) for p in problems}
+    todo = [p for p in problems if keys[p.id] not in known]
+    for problem in todo:
+        reason = static_reason(problem)
+        if reason:
+            known[keys[problem.id]] = RunMode(False, reason)
+    confirmable = [p for p in todo if keys[p.id] not in known]
+    for problem, mode in zip(confirmable, confirm(sandbox, confirmable, limits), strict=True):
+        known[keys[problem.id]] = mode
+    return {p.id: known[keys[p.id]] for p in problems}
+
+
+def confirm(sandbox: Sandbox, problems: Sequence[Problem], limits: SandboxLimits) -> list[RunMode]:
+    """Run each problem's reference and ``before`` split and in process; split where both pairs agree."""
+    jobs, splits, helpers = [], [], []
+    for problem in problems:
+        for code in (problem.after, problem.before):
+            for split in (True, False):
+                jobs.append((problem.program(code), problem.tests))
+                splits.append(split)
+                helpers.append(problem.helpers)
+    unverified = [flag for flag in _unverified(sandbox, problems) for _ in range(4)]
+    results = sandbox.run_many(jobs, limits=limits, split=splits, helpers=helpers, unverified=unverified)
+    modes = []
+    for i, _ in enumerate(problems):
+        ref_split, ref_local, before_split, before_local = results[4 * i : 4 * i + 4]
+        differs = [
+            f"{name}: {outcome(a)} split, {outcome(b)} in process"
+            for name, a, b in (("reference", ref_split, ref_local), ("before", before_split, before_local))
+            if outcome(a) != outcome(b)
+        ]
+        modes.append(RunMode(False, "outcomes differ: " + "; ".join(differs)) if differs else RunMode(True))
+    return modes
+
+
+def _unverified(sandbox: Sandbox, problems: Sequence[Problem]) -> list[bool]:
+    return unverified_flags(sandbox, [(p.prelude, p.before, p.after, p.tests) for p in problems])
+
+
+def _key(problem: Problem) -> str:
+    texts = (problem.prelude, problem.before, problem.after, problem.tests, problem.helpers)
+    return hashlib.sha256("\0".join(texts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m eval.split_mode canitedit [--path hub:nuprl/CanItEdit]``: how many of a
+    benchmark's Python problems run split, and why each other one runs in process."""
+    import argparse
+
+    from core.benchmarks import SOURCES
+    from core.sandbox import make_sandbox
+
+    parser = argparse.ArgumentParser(prog="python -m eval.split_mode", description=main.__doc__)
+    parser.add_argument("benchmark", choices=["canitedit", "fixtures", "humanevalfix", "editbench"])
+    parser.add_argument("--path", default=None, help="the benchmark's source (default: its own)")
+    parser.add_argument("--backend", default="auto", choices=["auto", "bwrap", "local"])
+    args = parser.parse_args(argv)
+    source = SOURCES[args.benchmark]
+    try:
+        problems = [p for p in source.load(source.options(path=args.path)) if p.language == "python"]
+    except UserError as err:
+        raise SystemExit(f"error: {err}") from None
+    with make_sandbox(args.backend) as sandbox:
+        modes = run_modes(sandbox, problems, SandboxLimits())
+    split = sum(mode.split for mode in modes.values())
+    print(
+        f"{split} of {len(problems)} Python problems of {args.benchmark} run split ({100 * split / max(len(problems), 1):.1f}%)"
+    )
+    for problem in problems:
+        if not modes[problem.id].split:
+            print(f"  in process: {problem.id} ({problem.name}): {modes[problem.id].reason}")
+
+
+if __name__ == "__main__":
+    main()
