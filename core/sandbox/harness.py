@@ -59,6 +59,7 @@ PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWNS = 0x40000000, 0x08000000, 0x00020000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MNT_DETACH = 1, 2, 4, 32, 4096, 16384, 2
 _SPLIT_REPORT_CAP = 1 << 16  # the trusted side's one JSON outcome
+_TESTS_CODE_CACHE = 512  # compiled tests kept by a server (split runs)
 KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
@@ -173,6 +174,7 @@ class Server:
         self.child_status: int | None = None
         self.own_child = False  # the run's decisive process is ours (split: the trusted side) or the zygote's
         self.zygote = None
+        self.tests_code: dict[str, tuple] = {}  # tests text -> its compiled code (split runs)
         # bwrap: /tmp and /dev/shm are tmpfs mounts of our own, replaced after every run (see _renew_scratch)
         self.fresh = config.get("fresh_mounts")
         self.mounted = False
@@ -339,11 +341,12 @@ class Server:
         stdin_fd = self._stdin(job.get("stdin"))
         _write_file(os.path.join(self.work_dir, "main.py"), job["program"])  # as in process: tracebacks
         out, err, report, to_candidate, to_trusted = (os.pipe() for _ in range(5))
+        compiled = self._compiled_tests(job["tests"])
         start = time.monotonic()
         pid = os.fork()
         if pid == 0:
             trusted = {"stdout": out[1], "stderr": err[1], "report": report[1]}
-            self._trusted_child(job, trusted, to_trusted[0], to_candidate[1])
+            self._trusted_child(job, trusted, to_trusted[0], to_candidate[1], compiled)
         self.child, self.child_status, self.own_child = pid, None, True
         for fd in (report[1], to_trusted[0], to_candidate[1]):
             os.close(fd)
@@ -377,7 +380,22 @@ class Server:
         result.update(counts, mode="split")
         return result
 
-    def _trusted_child(self, job: dict, fds: dict[str, int], read_fd: int, write_fd: int) -> NoReturn:
+    def _compiled_tests(self, tests: str) -> tuple | None:
+        """The tests' code for the trusted side, compiled once per text here (None: let the trusted
+        side compile it and report the error)."""
+        if tests not in self.tests_code:
+            try:
+                compiled = sys.modules["split_trusted"].compile_tests(tests)
+            except Exception:
+                return None
+            if len(self.tests_code) >= _TESTS_CODE_CACHE:
+                self.tests_code.pop(next(iter(self.tests_code)))
+            self.tests_code[tests] = compiled
+        return self.tests_code[tests]
+
+    def _trusted_child(
+        self, job: dict, fds: dict[str, int], read_fd: int, write_fd: int, compiled: tuple | None
+    ) -> NoReturn:
         """Become the trusted side of a split run (never returns): the tests, no candidate code."""
         try:
             self.native.prctl_set(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -396,7 +414,8 @@ class Server:
             )  # the tests' files and the program's are the same; our sys.path has neither
             self.confine.drop_capabilities()
             plain, trusted = sys.modules["plain"], sys.modules["split_trusted"]
-            trusted.run(plain.Channel(read_fd, write_fd), job["tests"], job.get("helpers", ""), fds["report"])
+            channel = plain.Channel(read_fd, write_fd)
+            trusted.run(channel, job["tests"], job.get("helpers", ""), fds["report"], compiled)
             _flush_stdio()
         except BaseException as exc:
             with contextlib.suppress(BaseException):

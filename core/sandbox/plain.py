@@ -380,6 +380,7 @@ class Channel:
 
     def __init__(self, read_fd: int, write_fd: int, max_bytes: int = MAX_MESSAGE_BYTES) -> None:
         self.read_fd, self.write_fd, self.max_bytes = read_fd, write_fd, max_bytes
+        self.pending = bytearray()
 
     def send(self, message: dict) -> None:
         try:
@@ -410,13 +411,16 @@ class Channel:
         return message
 
     def _read(self, size: int) -> bytes:
-        data = bytearray()
-        while len(data) < size:
+        """``size`` bytes, from what an earlier read brought beyond its message first (one read
+        usually brings a whole small message, header and body)."""
+        while len(self.pending) < size:
             try:
-                chunk = os.read(self.read_fd, min(size - len(data), 1 << 16))
+                chunk = os.read(self.read_fd, max(size - len(self.pending), 1 << 16))
             except OSError as exc:
                 raise ChannelError(f"cannot read the channel ({exc.strerror})") from None
             if not chunk:
                 raise ChannelError("the other process closed the channel in the middle of a call")
-            data += chunk
-        return bytes(data)
+            self.pending += chunk
+        data = bytes(self.pending[:size])
+        del self.pending[:size]
+        return data

@@ -27,6 +27,7 @@ except ImportError:
 
 MAX_DEPTH = 48  # nested callbacks (candidate -> trusted -> candidate ...)
 MAX_OUTPUT = 1 << 20
+MAX_NAMES = 100_000
 # Builtins that cross by name (both sides have them): types, pure functions and exception classes.
 SAFE_BUILTINS = frozenset(
     name
@@ -203,7 +204,12 @@ class CandidateServer:
             code = compile(self.program, self.main_path, "exec", dont_inherit=True)
             sys.modules["__main__"] = self.module
             exec(code, self.module.__dict__)
-            return None
+            names = [
+                k
+                for k in self.module.__dict__
+                if type(k) is str and not (k.startswith("__") and k.endswith("__"))
+            ]
+            return names[:MAX_NAMES]
         if op == "getname":  # a top-level name of the program (KeyError: it has none of that name)
             name = _name(m)
             if name.startswith("__") and name.endswith("__"):

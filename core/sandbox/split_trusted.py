@@ -482,13 +482,14 @@ class _Namespace(dict):
     Functions, classes and modules are kept once fetched; plain values are asked for each time, so a
     global the program rebinds reads as it would in one process."""
 
-    def __init__(self, remote: Remote) -> None:
+    def __init__(self, remote: Remote, names: list) -> None:
         super().__init__()
         self.remote = remote
+        self.defined = {name for name in names if type(name) is str}  # the program's, after it ran
         self.absent: set[str] = set()
 
     def __missing__(self, name: str):
-        if type(name) is not str or name in self.absent or name.startswith("__editforge"):
+        if name not in self.defined or name in self.absent:  # a builtin: Python looks there next
             raise KeyError(name)
         try:
             value = self.remote.request("getname", name=name)
@@ -570,21 +571,29 @@ def _mirror_numpy(remote: Remote) -> None:
         numpy_random.seed = _mirrored(remote, "numpy.random.seed", numpy_random.seed)
 
 
-def run(channel: Channel, tests: str, helpers: str, report_fd: int) -> None:
+def compile_tests(tests: str) -> tuple[types.CodeType, int]:
+    """The tests' code with every assert statement counted (``_AssertRewriter``), and how many there
+    are. A code object holds no state: the server compiles each text once and reuses it."""
+    tree = ast.parse(tests, TESTS_FILE)
+    rewriter = _AssertRewriter()
+    tree = ast.fix_missing_locations(rewriter.visit(tree))
+    return compile(tree, TESTS_FILE, "exec", dont_inherit=True), rewriter.count
+
+
+def run(channel: Channel, tests: str, helpers: str, report_fd: int, compiled: tuple | None = None) -> None:
     """Load the program in the candidate's process, run the tests here, report the outcome as one
-    JSON record on ``report_fd``."""
+    JSON record on ``report_fd``. ``compiled``: ``compile_tests(tests)``, where already done."""
     remote = Remote(channel)
     outcome: dict = {"passed": False, "tests_passed": 0, "tests_total": 0, "delegated": 0}
     checks = None
     try:
-        tree = ast.parse(tests, TESTS_FILE)
-        rewriter = _AssertRewriter()
-        tree = ast.fix_missing_locations(rewriter.visit(tree))
-        code = compile(tree, TESTS_FILE, "exec", dont_inherit=True)
-        checks = _Checks(rewriter.count, remote)
-        outcome["tests_total"] = rewriter.count
-        remote.request("load")
-        namespace = _Namespace(remote)
+        code, count = compiled or compile_tests(tests)
+        checks = _Checks(count, remote)
+        outcome["tests_total"] = count
+        names = remote.request("load")
+        if type(names) is not list:
+            remote._break("the program's names are not a list")
+        namespace = _Namespace(remote, names)
         namespace.update(__name__="__main__", __builtins__=builtins)
         exec(compile(helpers, "<benchmark helpers>", "exec", dont_inherit=True), namespace)
         namespace[CHECK], namespace[FAILURE] = checks, AssertionError
