@@ -8,22 +8,35 @@ running its reference and its ``before`` program both ways gives different per-t
 in both modes), so "identical" means: both pass, or both fail at the same assert, or both time out.
 A sample that breaks the split protocol just fails: it never moves its problem to in-process mode.
 
-The decision is cached on the sandbox object, keyed by the problem's texts, so the chunks of one
-evaluation decide each problem once.
+The decision is cached on the sandbox object and on disk (``$EDITFORGE_CACHE/split-modes``), keyed
+by the problem's texts, the protocol's source, the interpreter and the time limit, so an evaluation
+decides each problem once and later evaluations on the machine reuse it.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import hashlib
+import json
+import logging
+import os
 import re
+import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from core.errors import UserError
 from core.problems import Problem
 from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from core.sandbox.declared import unverified_flags
+from core.sandbox.native import cache_dir
+
+log = logging.getLogger(__name__)
+SANDBOX = Path(__file__).resolve().parents[1] / "core" / "sandbox"
+BUILTIN_NAMES = frozenset(dir(builtins))
 
 IN_PROCESS_PATTERNS = (
     (re.compile(r"main\.py|__file__|\brunpy\b|\bimportlib\b|\bsys\.modules\b|\bsubprocess\b|\bos\.system\b"),
@@ -52,6 +65,12 @@ def static_reason(problem: Problem) -> str:
         tests = ast.parse(problem.tests)
     except (SyntaxError, ValueError):
         return "the tests do not parse"
+    used = {node.id for node in ast.walk(tests) if isinstance(node, ast.Name)}
+    shadowed = sorted(
+        used & BUILTIN_NAMES & (_top_level_names(problem.after) | _top_level_names(problem.before))
+    )
+    if shadowed:  # split, the tests' builtins win over the program's names (docs/sandbox.md)
+        return f"the tests call {shadowed[0]}, a builtin's name the program defines"
     program_classes = _top_level_classes(problem.after) | _top_level_classes(problem.before)
     for node in ast.walk(tests):
         if isinstance(node, ast.ClassDef):
@@ -59,6 +78,20 @@ def static_reason(problem: Problem) -> str:
             if bases & (program_classes - _top_level_classes(problem.tests)):
                 return f"the tests subclass the program's class {sorted(bases & program_classes)[0]}"
     return ""
+
+
+def _top_level_names(text: str) -> set[str]:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return set()
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return names
 
 
 def _top_level_classes(text: str) -> set[str]:
@@ -78,17 +111,25 @@ def outcome(result: ExecutionResult) -> tuple[str, str]:
 
 
 def run_modes(sandbox: Sandbox, problems: Sequence[Problem], limits: SandboxLimits) -> dict[str, RunMode]:
-    """The mode of every problem (cached on ``sandbox`` by the problem's texts)."""
+    """The mode of every problem (cached on ``sandbox`` and on disk, see the module docstring)."""
     known: dict[str, RunMode] = sandbox.__dict__.setdefault("_split_run_modes", {})
-    keys = {p.id: _key(p) for p in problems}
+    salt = _salt(sandbox, limits)
+    keys = {p.id: _key(p, salt) for p in problems}
     todo = [p for p in problems if keys[p.id] not in known]
     for problem in todo:
         reason = static_reason(problem)
-        if reason:
-            known[keys[problem.id]] = RunMode(False, reason)
+        stored = _stored(keys[problem.id])
+        if reason or stored:
+            known[keys[problem.id]] = RunMode(False, reason) if reason else stored  # type: ignore[assignment]
     confirmable = [p for p in todo if keys[p.id] not in known]
+    if confirmable:
+        log.info(
+            "deciding which of %d problems run split (their reference and before programs, both ways)",
+            len(confirmable),
+        )
     for problem, mode in zip(confirmable, confirm(sandbox, confirmable, limits), strict=True):
         known[keys[problem.id]] = mode
+        _store(keys[problem.id], mode)
     return {p.id: known[keys[p.id]] for p in problems}
 
 
@@ -119,9 +160,36 @@ def _unverified(sandbox: Sandbox, problems: Sequence[Problem]) -> list[bool]:
     return unverified_flags(sandbox, [(p.prelude, p.before, p.after, p.tests) for p in problems])
 
 
-def _key(problem: Problem) -> str:
-    texts = (problem.prelude, problem.before, problem.after, problem.tests, problem.helpers)
+def _salt(sandbox: Sandbox, limits: SandboxLimits) -> str:
+    """What else a decision depends on: the protocol's code, the interpreter, the time limit."""
+    sources = "".join(
+        (SANDBOX / name).read_text() for name in ("plain.py", "split_trusted.py", "split_candidate.py")
+    )
+    python = getattr(sandbox, "python", None) or sys.executable
+    return f"{sources}\0{python}\0{limits.timeout_s}\0{limits.memory_mb}"
+
+
+def _key(problem: Problem, salt: str) -> str:
+    texts = (problem.prelude, problem.before, problem.after, problem.tests, problem.helpers, salt)
     return hashlib.sha256("\0".join(texts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _stored(key: str) -> RunMode | None:
+    try:
+        record = json.loads((cache_dir("split-modes") / f"{key}.json").read_text())
+        return RunMode(bool(record["split"]), str(record["reason"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _store(key: str, mode: RunMode) -> None:
+    folder = cache_dir("split-modes")
+    try:
+        with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, suffix=".tmp") as f:
+            json.dump({"split": mode.split, "reason": mode.reason}, f)
+        os.replace(f.name, folder / f"{key}.json")
+    except OSError as err:  # a read-only cache: the next evaluation decides again
+        log.debug("cannot store a split decision: %s", err)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

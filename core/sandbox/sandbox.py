@@ -106,6 +106,7 @@ class ForkServerSandbox:
         strict: bool = True,
     ) -> None:
         self.backend = launcher.backend
+        self.python: str | None = getattr(launcher, "python", None)  # the interpreter Python runs use
         self.strict = strict
         self.limits = limits or SandboxLimits()
         self._cgroups = tuple(sorted(cgroup.available()))

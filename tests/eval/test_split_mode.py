@@ -55,10 +55,12 @@ def problem(tests: str, before: str = "def f(x):\n    return x\n", language: str
         ("class G(Base):\n    pass\n", "the tests subclass the program's class Base"),
         ("class G(Other):\n    pass\n", ""),
         ("assert (\n", "the tests do not parse"),
+        ("assert sum([1]) == 1\n", "the tests call sum, a builtin's name the program defines"),
+        ("assert max([1]) == 1\n", ""),
     ],
 )
 def test_static_reasons(tests, reason):
-    before = "class Base:\n    pass\n\ndef f(x):\n    return x\n"
+    before = "class Base:\n    pass\n\ndef f(x):\n    return x\n\ndef sum(xs):\n    return 0\n"
     assert static_reason(problem(tests, before)) == reason
 
 
