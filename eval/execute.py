@@ -51,6 +51,7 @@ def verdict(result: ExecutionResult) -> dict[str, Any]:
         "detail": result.detail,
         "stderr": result.stderr[-2000:],
         "mode": result.mode or "command",
+        "fresh_scratch": result.fresh_scratch,  # False: the local backend, where a run's files can reach the next
     }
     if result.mode == "split":
         record.update(

@@ -251,6 +251,7 @@ class Server:
         machine = os.uname().machine
         if self.filtered:  # no run signals the server or the zygote, nor everyone at once
             self.confine.install_filter(self.seccomp.protect(machine, (pid, self.pid)))
+        self.confine.drop_capabilities()  # the zygote only forks: the server alone keeps CAP_SYS_ADMIN
         zygote = zygote_module.Zygote(pid, zygote_end, self._child)
         os.close(self.wake_r)
         zygote.loop()
