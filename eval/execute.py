@@ -21,7 +21,7 @@ from core.problems import Problem
 from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from core.sandbox.declared import unverified_flags
 from eval.languages import command_job
-from eval.split_mode import run_modes
+from eval.split_mode import benchmark_modules, run_modes
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,7 @@ def run_programs(
             unverified=declared_unverified(sandbox, [p for _, p, _ in python]),
             split=[modes[p.id].split for _, p, _ in python],
             helpers=[p.helpers for _, p, _ in python],
+            modules=[benchmark_modules(p) for _, p, _ in python],
         ),
         strict=True,
     ):

@@ -31,7 +31,7 @@ from pathlib import Path
 from core.errors import UserError
 from core.problems import Problem
 from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
-from core.sandbox.declared import unverified_flags
+from core.sandbox.declared import imported_roots, unverified_flags
 from core.sandbox.native import cache_dir
 
 log = logging.getLogger(__name__)
@@ -102,6 +102,14 @@ def _top_level_classes(text: str) -> set[str]:
     return {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
 
 
+def benchmark_modules(problem: Problem) -> list[str]:
+    """Top-level modules the problem's own text imports: the trusted side of a split run imports
+    them itself when the program names them (``import numpy as np`` used by the tests as ``np``)."""
+    return sorted(
+        imported_roots(problem.prelude, problem.before, problem.after, problem.tests, problem.helpers)
+    )
+
+
 def outcome(result: ExecutionResult) -> tuple[str, str]:
     """(status, the tests' line where the run failed first, or "") of one run."""
     if result.passed:  # passed or passed_unverified: in process the latter is the same pass
@@ -143,7 +151,10 @@ def confirm(sandbox: Sandbox, problems: Sequence[Problem], limits: SandboxLimits
                 splits.append(split)
                 helpers.append(problem.helpers)
     unverified = [flag for flag in _unverified(sandbox, problems) for _ in range(4)]
-    results = sandbox.run_many(jobs, limits=limits, split=splits, helpers=helpers, unverified=unverified)
+    modules = [benchmark_modules(p) for p in problems for _ in range(4)]
+    results = sandbox.run_many(
+        jobs, limits=limits, split=splits, helpers=helpers, unverified=unverified, modules=modules
+    )
     modes = []
     for i, _ in enumerate(problems):
         ref_split, ref_local, before_split, before_local = results[4 * i : 4 * i + 4]

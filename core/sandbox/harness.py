@@ -57,7 +57,7 @@ _REPORT_CAP = 4096  # the report pipe carries one short record; anything beyond 
 _DATA_CAP = 1 << 20  # the data pipe carries the coverage of one program
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWNS = 0x40000000, 0x08000000, 0x00020000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MNT_DETACH = 1, 2, 4, 32, 4096, 16384, 2
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MNT_DETACH = 1, 2, 4, 8, 32, 4096, 16384, 2
 _SPLIT_REPORT_CAP = 1 << 16  # the trusted side's one JSON outcome
 _TESTS_CODE_CACHE = 512  # compiled tests kept by a server (split runs)
 KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
@@ -284,9 +284,10 @@ class Server:
         if job.get("split"):
             return self._execute_split(job)
         limits = job["limits"]
-        stdin_fd = self._stdin(job.get("stdin"))
+        stdin_fd = self._stdin(job.pop("stdin", None))  # the zygote gets none of the run's texts
         texts = {}
         if job["kind"] == "python":  # the tests stay off the disk, except where coverage reads them
+            self._no_exec()
             text = job["program"] + "\n" + job["tests"] if job.get("coverage") else job["program"]
             _write_file(os.path.join(self.work_dir, "main.py"), text)
             texts = {"program": job.pop("program"), "tests": job.pop("tests")}
@@ -339,8 +340,9 @@ class Server:
         """A split run: the tests in a process of ours that runs no candidate code (split_trusted.py),
         the program in a process the zygote forks (split_candidate.py), plain data between them."""
         limits = job["limits"]
-        stdin_fd = self._stdin(job.get("stdin"))
+        stdin_fd = self._stdin(job.pop("stdin", None))  # the zygote gets none of the run's texts
         _write_file(os.path.join(self.work_dir, "main.py"), job["program"])  # as in process: tracebacks
+        self._no_exec()
         out, err, report, to_candidate, to_trusted = (os.pipe() for _ in range(5))
         compiled = self._compiled_tests(job["tests"])
         start = time.monotonic()
@@ -416,7 +418,8 @@ class Server:
             self.confine.drop_capabilities()
             plain, trusted = sys.modules["plain"], sys.modules["split_trusted"]
             channel = plain.Channel(read_fd, write_fd)
-            trusted.run(channel, job["tests"], job.get("helpers", ""), fds["report"], compiled)
+            modules = frozenset(job.get("modules", ()))
+            trusted.run(channel, job["tests"], job.get("helpers", ""), fds["report"], compiled, modules)
             _flush_stdio()
         except BaseException as exc:
             with contextlib.suppress(BaseException):
@@ -596,10 +599,18 @@ class Server:
             return "failed", code, f"the trusted test process ended without a report ({how})", counts
         if passed is True:
             return "passed", 0, "", counts
-        error = str(report.get("error", ""))
+        error = " ".join(str(report.get("error", "")).split())[:500]  # one line, whatever the program wrote
         if kind == "memory":
             return "memory", code, f"MemoryError under the {limits['memory_mb']} MB limit", counts
         return "failed", code, error or "the tests failed", counts
+
+    def _no_exec(self) -> None:
+        """Python runs may not map a file of the scratch folders as code (a C extension the program
+        compiled would run under strict mode unchecked); the next run's new mounts allow it again."""
+        if self.fresh:
+            flags = MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC
+            for path in self.scratch:
+                self.native.mount(None, path, None, flags, f"size={self.fresh['size']},mode=1777")
 
     def _renew_scratch(self) -> None:
         """Make /tmp and /dev/shm new for the next run. bwrap: unmount them and mount fresh tmpfs

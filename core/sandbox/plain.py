@@ -130,12 +130,18 @@ class Encoder:
             return ["D", str(v)]
         if t is fractions.Fraction:
             return ["Q", str(v.numerator), str(v.denominator)]
-        if t is datetime.datetime:
-            return ["dt", v.isoformat(), v.fold]
+        if t is datetime.datetime or t is datetime.time:
+            zone = _zone(v.tzinfo)
+            if zone == "":  # a tzinfo of the program's own
+                return None
+            return [
+                "dt" if t is datetime.datetime else "tm",
+                v.replace(tzinfo=None).isoformat(),
+                v.fold,
+                zone,
+            ]
         if t is datetime.date:
             return ["d8", v.isoformat()]
-        if t is datetime.time:
-            return ["tm", v.isoformat(), v.fold]
         if t is datetime.timedelta:
             return ["td", v.days, v.seconds, v.microseconds]
         if t is datetime.timezone:
@@ -182,9 +188,17 @@ class Decoder:
         self.handle = handle
 
     def decode(self, tree: object) -> object:
+        """The value of ``tree``; NotPlain for anything malformed, whatever the cause."""
         self._refs: list[object] = []
         self._nodes = 0
-        return self._dec(tree, 0)
+        try:
+            return self._dec(tree, 0)
+        except NotPlain:
+            raise
+        except RecursionError:
+            raise NotPlain("a value nested too deeply") from None
+        except Exception as exc:  # ValueError, OverflowError, SystemError...: never the caller's to catch
+            raise NotPlain(f"a malformed value ({type(exc).__name__})") from None
 
     def _dec(self, x: object, depth: int) -> object:
         self._nodes += 1
@@ -300,12 +314,41 @@ def _timezone(offset: object, name: object) -> datetime.timezone:
     return datetime.timezone(datetime.timedelta(seconds=offset), _bounded_str(name))
 
 
-def _datetime(text: object, fold: object) -> datetime.datetime:
-    return datetime.datetime.fromisoformat(_bounded_str(text)).replace(fold=_int(fold))
+def _zone(tzinfo: object) -> object:
+    """A datetime's zone as data: None, a fixed offset with its name, or an IANA key; "" for
+    any other tzinfo (not plain data)."""
+    if tzinfo is None:
+        return None
+    if type(tzinfo) is datetime.timezone:
+        return ["tz", tzinfo.utcoffset(None).total_seconds(), tzinfo.tzname(None)]
+    if (
+        type(tzinfo).__module__ == "zoneinfo"
+        and type(tzinfo).__name__ == "ZoneInfo"
+        and type(tzinfo.key) is str
+    ):
+        return ["zi", tzinfo.key]
+    return ""
 
 
-def _time(text: object, fold: object) -> datetime.time:
-    return datetime.time.fromisoformat(_bounded_str(text)).replace(fold=_int(fold))
+def _tzinfo(zone: object) -> datetime.tzinfo | None:
+    if zone is None:
+        return None
+    if type(zone) is list and len(zone) == 3 and zone[0] == "tz":
+        return _timezone(zone[1], zone[2])
+    if type(zone) is list and len(zone) == 2 and zone[0] == "zi":
+        import zoneinfo
+
+        return zoneinfo.ZoneInfo(_bounded_str(zone[1], 64))  # keys are checked: no paths
+    raise ValueError("not a zone")
+
+
+def _datetime(text: object, fold: object, zone: object = None) -> datetime.datetime:
+    value = datetime.datetime.fromisoformat(_bounded_str(text))
+    return value.replace(fold=_int(fold), tzinfo=_tzinfo(zone))
+
+
+def _time(text: object, fold: object, zone: object = None) -> datetime.time:
+    return datetime.time.fromisoformat(_bounded_str(text)).replace(fold=_int(fold), tzinfo=_tzinfo(zone))
 
 
 def _bytes(text: object) -> bytes:
@@ -357,7 +400,9 @@ def _numpy_value(tag: str, rest: list) -> object:
         if dtype.kind not in _ARRAY_KINDS or dtype.fields is not None:
             raise NotPlain(f"numpy dtype {dtype.str!r} is not plain data")
         if tag == "ns":
-            return numpy.frombuffer(_bytes(rest[1]), dtype=dtype, count=1)[0]
+            data = _bytes(rest[1])
+            _check_code_points(numpy, dtype, data)
+            return numpy.frombuffer(data, dtype=dtype, count=1)[0]
         shape = tuple(_int(n) for n in rest[1])
         if len(shape) > 32 or any(n < 0 for n in shape):
             raise NotPlain("a malformed array shape")
@@ -365,9 +410,18 @@ def _numpy_value(tag: str, rest: list) -> object:
         count = math.prod(shape)
         if count * dtype.itemsize != len(data):
             raise NotPlain("an array whose bytes do not match its shape")
+        _check_code_points(numpy, dtype, data)
         return numpy.frombuffer(data, dtype=dtype, count=count).reshape(shape).copy()
     except (TypeError, ValueError, IndexError) as exc:
         raise NotPlain(f"malformed numpy value: {exc}") from None
+
+
+def _check_code_points(numpy, dtype, data: bytes) -> None:
+    """A str array's bytes must be Unicode code points (numpy would fail on reading them)."""
+    if dtype.kind == "U":
+        points = numpy.frombuffer(data, dtype=dtype.byteorder.replace("|", "=") + "u4")
+        if ((points > 0x10FFFF) | ((points >= 0xD800) & (points <= 0xDFFF))).any():
+            raise NotPlain("a str array with invalid code points")
 
 
 class ChannelError(Exception):

@@ -40,6 +40,7 @@ class Sandbox(Protocol):
         channel: bool = False,
         split: bool = False,
         helpers: str = "",
+        modules: Sequence[str] = (),
     ) -> ExecutionResult: ...
 
     def run_many(
@@ -54,6 +55,7 @@ class Sandbox(Protocol):
         channel: bool = False,
         split: bool | Sequence[bool] = False,
         helpers: str | Sequence[str] = "",
+        modules: Sequence[Sequence[str]] | None = None,
     ) -> list[ExecutionResult]: ...
 
     def run_command(
@@ -129,13 +131,16 @@ class ForkServerSandbox:
         channel: bool = False,
         split: bool = False,
         helpers: str = "",
+        modules: Sequence[str] = (),
     ) -> ExecutionResult:
         """Run ``program`` followed by ``tests`` in one interpreter; see the class docstring.
 
         ``split=True``: the tests run in a trusted process of their own that runs no candidate code,
         and reach the program's functions and objects through a plain-data protocol (docs/sandbox.md);
         ``helpers`` is benchmark text the tests call (HumanEvalFix's ``poly``), run on the trusted
-        side instead of taken from the program. The result's ``mode`` says which way it ran.
+        side instead of taken from the program; ``modules``: top-level modules the benchmark's own
+        text imports, which the trusted side imports itself when the program names them (besides the
+        standard library's). The result's ``mode`` says which way it ran.
 
         ``candidate_file``: the file name under which the untrusted code is compiled, when the
         program is a trusted wrapper that compiles the candidate itself (None: the program is the
@@ -153,7 +158,7 @@ class ForkServerSandbox:
             program, tests, stdin, coverage, candidate_file, unverified or not self.strict, channel
         )
         if split:
-            job.update(split=True, helpers=helpers)
+            job.update(split=True, helpers=helpers, modules=list(modules))
         return self._pool.submit(job, limits or self.limits).result()
 
     def run_many(
@@ -168,9 +173,11 @@ class ForkServerSandbox:
         channel: bool = False,
         split: bool | Sequence[bool] = False,
         helpers: str | Sequence[str] = "",
+        modules: Sequence[Sequence[str]] | None = None,
     ) -> list[ExecutionResult]:
         """Run (program, tests) pairs in parallel, at most ``workers`` at a time; results in job order.
-        ``unverified``, ``split`` and ``helpers``: one value for all jobs, or one per job (see ``run``)."""
+        ``unverified``, ``split`` and ``helpers``: one value for all jobs, or one per job; ``modules``:
+        one list per job (see ``run``)."""
         concurrency = workers or self._pool.size
         flags = _per_job(unverified, len(jobs), "unverified")
         splits = _per_job(split, len(jobs), "split")

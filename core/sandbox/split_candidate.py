@@ -168,7 +168,15 @@ class CandidateServer:
             message = self.channel.receive()
             if message.get("op") == "end":
                 return
-            self.channel.send(self.answer(message))
+            self._reply(self.answer(message))
+
+    def _reply(self, reply: dict) -> None:
+        """Send a reply; one too large to send becomes an error the tests see."""
+        try:
+            self.channel.send(reply)
+        except NotPlain as exc:
+            error = {"cls": ["B", "ValueError"], "args": ["l", f"the answer is too large: {exc}"], "text": ""}
+            self.channel.send({"re": reply.get("re"), "e": error})
 
     def answer(self, message: dict) -> dict:
         """The reply to one request, with what the program printed and the warnings it showed
@@ -325,7 +333,7 @@ class CandidateServer:
                     break
                 if message.get("op") == "end":
                     raise ChannelError("the tests ended during a callback")
-                self.channel.send(self.answer(message))
+                self._reply(self.answer(message))
         finally:
             self.depth -= 1
         if "e" in message:

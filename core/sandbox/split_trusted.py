@@ -61,6 +61,19 @@ SAFE_BUILTINS = frozenset(
 
 
 BUILTIN_NAMES = frozenset(vars(builtins))
+# Dunder attributes a test may read from the program's objects: descriptive data only.
+DATA_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__", "__dict__", "__annotations__"})
+# The harness's own modules: never a program's exception's class, never imported for a program.
+NOISY_MODULES = frozenset(
+    {"antigravity", "this", "__hello__", "__phello__", "turtle", "tkinter", "idlelib", "webbrowser"}
+)
+SANDBOX_MODULES = frozenset(
+    {"plain", "split_trusted", "split_candidate", "zygote", "harness", "confine", "seccomp"}
+)
+
+
+WRITABLE = frozenset({list, dict, set, bytearray, collections.deque, collections.OrderedDict,
+                      collections.Counter, collections.defaultdict})  # fmt: skip
 
 
 class Broken(BaseException):
@@ -71,8 +84,9 @@ class Broken(BaseException):
 class Remote:
     """The trusted end of the channel: requests out, callbacks in, handles both ways."""
 
-    def __init__(self, channel: Channel) -> None:
+    def __init__(self, channel: Channel, trusted_modules: frozenset[str] = frozenset()) -> None:
         self.channel = channel
+        self.trusted_modules = trusted_modules
         self.proxies: dict[int, Proxy] = {}
         self.standins: dict[int, type] = {}
         self.standin_ids: dict[type, int] = {}
@@ -129,13 +143,26 @@ class Remote:
         """A module of the program's namespace: this process's own import of it when it is one
         that exists here (the candidate's folder is not on this process's path), else a handle."""
         if ident not in self.modules:
-            module = sys.modules.get(name)
-            if module is None and all(part.isidentifier() for part in name.split(".")):
+            module = None
+            if self.importable(name):
                 with contextlib.suppress(Exception):
                     if importlib.util.find_spec(name) is not None:
                         module = importlib.import_module(name)
             self.modules[ident] = module if module is not None else self.proxy(ident)
         return self.modules[ident]
+
+    def importable(self, name: str) -> bool:
+        """Whether this process imports ``name`` itself when the program names it: a standard
+        library module (but those that act on import) or one the benchmark's own text imports,
+        never one of the sandbox's, never any other module the program picks."""
+        root = name.partition(".")[0]
+        if (
+            root in SANDBOX_MODULES
+            or root in NOISY_MODULES
+            or not all(p.isidentifier() for p in name.split("."))
+        ):
+            return False
+        return root in sys.stdlib_module_names or root in self.trusted_modules
 
     def _standin(self, ident: int, module: object, qualname: object, bases: object) -> type:
         """A local class for an exception class of the program's: its library's own class where
@@ -143,7 +170,7 @@ class Remote:
         subclasses the decoded bases, so ``except ValueError`` and ``except ParseError`` both work."""
         if ident in self.standins:
             return self.standins[ident]
-        known = sys.modules.get(module) if type(module) is str and module != "__main__" else None
+        known = sys.modules.get(module) if type(module) is str and self.importable(module) else None
         cls = _attribute(known, qualname) if known is not None else None
         if not (isinstance(cls, type) and issubclass(cls, BaseException)):
             decoded = tuple(self.decoder._dec(b, 1) for b in (bases if type(bases) is list else []))
@@ -214,7 +241,7 @@ class Remote:
             ):
                 raise NotPlain("a malformed write-back")
             original, new = args[item[0]], self.decoder.decode(item[1])
-            if type(new) is not type(original):
+            if type(new) is not type(original) or type(original) not in WRITABLE:
                 raise NotPlain("a write-back of another type")
             if isinstance(original, (list, bytearray)):
                 original[:] = new
@@ -341,9 +368,11 @@ def _remote(proxy: Proxy) -> Remote:
 
 def _binary(name: str, reflected: bool = False):
     def method(self, other):
-        if reflected:  # other <op> self, computed where self lives
-            return _remote(self).request("rbinary", self, name=name, args=[other])
-        return _remote(self).request("binary", self, name=name, args=[other])
+        # The program computes it, seeing the tests' operand (perhaps the expected value: in
+        # `abs(f(x) - y) < eps` it would answer 0): delegated and counted, like a comparison.
+        remote = _remote(self)
+        remote.delegated += 1
+        return remote.request("rbinary" if reflected else "binary", self, name=name, args=[other])
 
     method.__name__ = f"__{name}__"
     return method
@@ -365,7 +394,11 @@ class Proxy:
     __slots__ = ("_ef_remote", "_ef_id", "__weakref__")
 
     def __getattr__(self, name: str):
-        if name.startswith("_ef_"):
+        # Libraries here probe protocols through attributes (numpy's __array_interface__ names an
+        # address to read): no dunder but plain descriptive ones is the program's to answer.
+        if name.startswith("_ef_") or (
+            name.startswith("__") and name.endswith("__") and name not in DATA_DUNDERS
+        ):
             raise AttributeError(name)
         return _remote(self).request("getattr", self, name=name)
 
@@ -592,10 +625,18 @@ def compile_tests(tests: str) -> tuple[types.CodeType, int]:
     return compile(tree, TESTS_FILE, "exec", dont_inherit=True), rewriter.count
 
 
-def run(channel: Channel, tests: str, helpers: str, report_fd: int, compiled: tuple | None = None) -> None:
+def run(
+    channel: Channel,
+    tests: str,
+    helpers: str,
+    report_fd: int,
+    compiled: tuple | None = None,
+    modules: frozenset[str] = frozenset(),
+) -> None:
     """Load the program in the candidate's process, run the tests here, report the outcome as one
-    JSON record on ``report_fd``. ``compiled``: ``compile_tests(tests)``, where already done."""
-    remote = Remote(channel)
+    JSON record on ``report_fd``. ``compiled``: ``compile_tests(tests)``, where already done;
+    ``modules``: top-level modules the benchmark's own text imports (imported here by name)."""
+    remote = Remote(channel, modules)
     outcome: dict = {"passed": False, "tests_passed": 0, "tests_total": 0, "delegated": 0}
     checks = None
     try:
