@@ -57,7 +57,16 @@ _REPORT_CAP = 4096  # the report pipe carries one short record; anything beyond 
 _DATA_CAP = 1 << 20  # the data pipe carries the coverage of one program
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWNS = 0x40000000, 0x08000000, 0x00020000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MNT_DETACH = 1, 2, 4, 8, 32, 4096, 16384, 2
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MNT_DETACH = (
+    1,
+    2,
+    4,
+    8,
+    32,
+    4096,
+    16384,
+    2,
+)
 _SPLIT_REPORT_CAP = 1 << 16  # the trusted side's one JSON outcome
 _TESTS_CODE_CACHE = 512  # compiled tests kept by a server (split runs)
 KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5

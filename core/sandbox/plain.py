@@ -39,10 +39,28 @@ MAX_NODES = 1_000_000
 MAX_INT_BITS = 1 << 16  # 19,729 decimal digits
 MAX_MESSAGE_BYTES = 32 << 20
 _HEADER = struct.Struct(">I")
+_JSON = json.JSONEncoder(separators=(",", ":"))  # made once: json.dumps with options makes one per call
 
 # builtin factories a defaultdict may carry as data
 _FACTORIES = {"int": int, "float": float, "str": str, "list": list, "dict": dict, "set": set, "tuple": tuple}
 _ARRAY_KINDS = frozenset("biufcUS")  # no object ("O"), void/structured ("V") or datetime dtypes
+
+
+_FLAT_MAX = 256
+
+
+def _flat(items) -> bool:
+    """Whether every item is a scalar that crosses as itself (the fast path of short lists)."""
+    for x in items:
+        t = type(x)
+        if t is str or t is bool or x is None:
+            continue
+        if t is int and -(1 << 62) < x < 1 << 62:
+            continue
+        if t is float and x - x == 0:  # finite
+            continue
+        return False
+    return True
 
 
 class NotPlain(ValueError):
@@ -57,6 +75,11 @@ class Encoder:
         self.handle = handle
 
     def encode(self, value: object) -> object:
+        t = type(value)
+        if value is None or t is bool or t is str or (t is int and -(1 << 62) < value < 1 << 62):
+            return value  # the common cases, without the bookkeeping of containers
+        if (t is list or t is tuple) and len(value) <= _FLAT_MAX and _flat(value):
+            return ["l" if t is list else "t", *value]
         self._memo: dict[int, int] = {}
         self._building: set[int] = set()
         self._keep: list[object] = []  # ids stay unique while the memo holds them
@@ -189,6 +212,11 @@ class Decoder:
 
     def decode(self, tree: object) -> object:
         """The value of ``tree``; NotPlain for anything malformed, whatever the cause."""
+        t = type(tree)
+        if tree is None or t is bool or t is str or t is float or (t is int and -(1 << 62) < tree < 1 << 62):
+            return tree
+        if t is list and 0 < len(tree) <= _FLAT_MAX + 1 and tree[0] in ("l", "t") and _flat(tree[1:]):
+            return tree[1:] if tree[0] == "l" else tuple(tree[1:])
         self._refs: list[object] = []
         self._nodes = 0
         try:
@@ -438,7 +466,7 @@ class Channel:
 
     def send(self, message: dict) -> None:
         try:
-            data = json.dumps(message, separators=(",", ":")).encode()
+            data = _JSON.encode(message).encode()
         except (ValueError, TypeError, RecursionError) as exc:
             raise NotPlain(f"cannot serialise: {exc}") from None
         if len(data) > self.max_bytes:

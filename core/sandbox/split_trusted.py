@@ -199,8 +199,13 @@ class Remote:
         self.seq += 1
         seq = self.seq
         try:
-            message = {"op": op, "seq": seq, **{k: self.encoder.encode(v) for k, v in fields.items()}}
-            if target is not None:
+            message = {"op": op, "seq": seq}
+            for key, value in fields.items():
+                if not (key == "kw" and not value):  # no keyword arguments: nothing to send
+                    message[key] = self.encoder.encode(value)
+            if type(target) is Proxy:
+                message["h"] = ["h", object.__getattribute__(target, "_ef_id")]
+            elif target is not None:
                 message["h"] = self.encoder.encode(target)
         except (NotPlain, RecursionError) as exc:
             raise TypeError(f"cannot pass this value to the program: {exc}") from None
