@@ -44,6 +44,9 @@ IN_PROCESS_PATTERNS = (
     (re.compile(r"\bimport\s+main\b|\bfrom\s+main\s+import\b"), "the tests import the program as a module"),
     (re.compile(r"\b(globals|locals|vars)\(\s*\)|\bdir\(\s*\)|\binspect\b"), "the tests introspect the program's namespace"),
     (re.compile(r"\bmock\b|\bmonkeypatch\b"), "the tests patch the program"),
+    (re.compile(r"(?<![.\w])(eval|exec|compile|__import__)\s*\(|\b(pickle|marshal|shelve|dill|yaml|doctest|copyreg)\b"
+                r"|\b(np|numpy|torch|joblib)\.load\s*\("),
+     "the tests evaluate text or data the program produced (it would run where the tests run)"),
 )  # fmt: skip
 _FAILED_AT = re.compile(r'File "<tests>", line (\d+)')
 
@@ -103,11 +106,31 @@ def _top_level_classes(text: str) -> set[str]:
 
 
 def benchmark_modules(problem: Problem) -> list[str]:
-    """Top-level modules the problem's own text imports: the trusted side of a split run imports
-    them itself when the program names them (``import numpy as np`` used by the tests as ``np``)."""
-    return sorted(
-        imported_roots(problem.prelude, problem.before, problem.after, problem.tests, problem.helpers)
-    )
+    """Top-level modules the problem's own text imports, and ``name=module.path`` for each name its
+    prelude, ``before`` and reference bind by an import (``np=numpy``, ``sqrt=math.sqrt``): the
+    trusted side of a split run binds those names itself, never from the program, so the tests'
+    ``np.allclose`` is numpy's whatever the program binds to ``np``."""
+    roots = imported_roots(problem.prelude, problem.before, problem.after, problem.tests, problem.helpers)
+    return sorted(roots) + sorted(f"{name}={path}" for name, path in _import_bindings(problem).items())
+
+
+def _import_bindings(problem: Problem) -> dict[str, str]:
+    bindings: dict[str, str] = {}
+    for text in (problem.prelude, problem.before, problem.after):
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    name = alias.asname or alias.name.partition(".")[0]
+                    bindings[name] = alias.name if alias.asname else name
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    if alias.name != "*":
+                        bindings[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return bindings
 
 
 def outcome(result: ExecutionResult) -> tuple[str, str]:

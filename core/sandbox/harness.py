@@ -421,10 +421,12 @@ class Server:
             os.dup2(fds["stderr"], 2)
             _close_fds_except({fds["report"], read_fd, write_fd})
             _set_rlimits(job["limits"], self.nproc_base, self.base_vm)
-            os.chdir(
-                self.work_dir
-            )  # the tests' files and the program's are the same; our sys.path has neither
+            os.chdir(self.work_dir)  # the tests' files are the program's; our sys.path has neither
             self.confine.drop_capabilities()
+            self.tests_code.clear()  # other runs' tests stay in the server
+            if self.filtered:  # like every run: no signal to the server or the zygote
+                machine = os.uname().machine
+                self.confine.install_filter(self.seccomp.protect(machine, (os.getppid(), self.pid)))
             plain, trusted = sys.modules["plain"], sys.modules["split_trusted"]
             channel = plain.Channel(read_fd, write_fd)
             modules = frozenset(job.get("modules", ()))
@@ -601,7 +603,9 @@ class Server:
                 "tests_total": report["tests_total"],
                 "delegated_checks": report["delegated"],
             }
-        except (ValueError, TypeError, KeyError):
+            if type(passed) is not bool or not all(type(v) is int for v in counts.values()):
+                raise TypeError("a malformed report")
+        except Exception:  # RecursionError too: whatever the report holds, it is no pass
             how = (
                 f"killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit {code}"
             )

@@ -18,7 +18,8 @@ from eval.scoring import _judged
 from eval.split_mode import main, outcome, run_modes, static_reason
 
 REPO = Path(__file__).resolve().parents[2]
-LIMITS = SandboxLimits(timeout_s=5.0)
+LIMITS = SandboxLimits(timeout_s=5.0)  # HumanEvalFix: three buggy programs never end
+SLOW_IMPORTS = SandboxLimits(timeout_s=20.0)  # scikit-learn and z3 imports are slow on a busy machine
 # Every CanItEdit-schema file in the repository, and its problems that run in process, with why.
 IN_PROCESS = {
     "core/benchmarks/fixtures.jsonl": {"14": "the tests subclass the program's class Shape"},
@@ -71,7 +72,7 @@ def test_other_languages_never_run_split():
 @pytest.mark.parametrize("path", list(IN_PROCESS))
 def test_every_canitedit_schema_problem_runs_split_but_a_listed_set(sandbox, path):
     problems = load_canitedit(str(REPO / path))
-    modes = run_modes(sandbox, problems, LIMITS)
+    modes = run_modes(sandbox, problems, SLOW_IMPORTS)
     for p in problems:
         if (path, p.id) in FLAKY:
             continue
