@@ -58,11 +58,19 @@ def problem(tests: str, before: str = "def f(x):\n    return x\n", language: str
         ("assert (\n", "the tests do not parse"),
         ("assert sum([1]) == 1\n", "the tests call sum, a builtin's name the program defines"),
         ("assert max([1]) == 1\n", ""),
+        ("q = eval(repr(f(1)))\n", "the tests evaluate text or data the program produced"),
+        (
+            "import pickle\nassert pickle.loads(f(1))\n",
+            "the tests evaluate text or data the program produced",
+        ),
+        ("import re\nassert re.compile('a').match(f('a'))\n", ""),
     ],
 )
 def test_static_reasons(tests, reason):
     before = "class Base:\n    pass\n\ndef f(x):\n    return x\n\ndef sum(xs):\n    return 0\n"
-    assert static_reason(problem(tests, before)) == reason
+    assert static_reason(problem(tests, before)).startswith(reason) and (
+        reason or not static_reason(problem(tests, before))
+    )
 
 
 def test_other_languages_never_run_split():

@@ -1095,3 +1095,36 @@ def test_correct_programs_pass_split(sandbox, text, tests):
     assert split.tests_passed == split.tests_total, split
     in_process = sandbox.run(text, tests)
     assert in_process.passed and in_process.mode == "in_process", in_process
+
+
+# -- second round: names the benchmark binds, StopIteration, the trusted side's own protections -----
+def test_a_name_the_benchmark_binds_by_import_is_never_the_programs(sandbox):
+    """The program binds `np` (or `math`) to an object of its own that answers the tests' checks."""
+    program = "import numpy\nclass _NP:\n    def allclose(self, *a):\n        return True\nnp = _NP()\ndef f(x):\n    return numpy.array([0.0])\n"
+    tests = "assert np.allclose(f(3), [7340.912])\n"
+    if not HAS_NUMPY:
+        pytest.skip("numpy is not installed")
+    split = sandbox.run(program, tests, split=True, modules=["numpy", "np=numpy"])
+    assert split.mode == "split" and not split.passed, split
+    cheat = (
+        "class M:\n    def isclose(self, *a):\n        return True\nmath = M()\ndef f(x):\n    return 0.0\n"
+    )
+    split = sandbox.run(
+        cheat, "assert math.isclose(f(2), 1.4142135623730951)\n", split=True, modules=["math", "math=math"]
+    )
+    assert not split.passed, split
+    still_works(sandbox)
+
+
+def test_a_stopiteration_out_of_a_call_does_not_end_the_tests_quietly(sandbox):
+    tests = "cases = [(3, 7340912)]\nassert all(map(lambda c: f(c[0]) == c[1], cases))\n"
+    split = sandbox.run("def f(x):\n    raise StopIteration\n", tests, split=True)
+    assert not split.passed and "StopIteration" in split.detail, split
+
+
+def test_the_trusted_side_cannot_signal_the_server(sandbox):
+    """Code on the trusted side (a test that calls what it is given) may not kill the server."""
+    tests = "import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\nexcept PermissionError:\n    print('refused')\n"
+    split = sandbox.run("x = 1\n", tests, split=True)
+    assert split.passed and "refused" in split.stdout, split
+    still_works(sandbox)
