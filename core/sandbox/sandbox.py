@@ -251,13 +251,13 @@ class ForkServerSandbox:
             network = "NOT isolated (cannot create a network namespace here)"
         if bwrap:
             cleanup, files = (
-                "PID namespace, server is PID 1 (kill(-1))",
+                "PID namespace, the zygote is PID 1 and kills every process of a run",
                 "system folders read-only (no /root, /home, /etc/shadow), read-only /dev, "
-                "private tmpfs /tmp and /dev/shm",
+                "fresh tmpfs /tmp and /dev/shm for every run (noexec for Python runs)",
             )
         else:
             cleanup, files = (
-                "subreaper server kills descendants",
+                "the zygote, a subreaper, kills every process of a run",
                 "no namespace: commands write wherever the user can (Python runs: see confinement)",
             )
         abi = landlock_abi()
