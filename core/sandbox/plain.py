@@ -24,6 +24,7 @@ the other side (numpy is imported only by the side that receives an array, from 
 from __future__ import annotations
 
 import base64
+import builtins
 import collections
 import datetime
 import decimal
@@ -61,6 +62,28 @@ def _flat(items) -> bool:
             continue
         return False
     return True
+
+
+# -- what both sides agree on besides values --------------------------------------------------------
+# Builtins that cross by name (both sides have them): types, pure functions and exception classes.
+SAFE_BUILTINS = frozenset(
+    name
+    for name, value in vars(builtins).items()
+    if (isinstance(value, type) and not name.startswith("_"))
+    or name
+    in {"abs", "all", "any", "ascii", "bin", "callable", "chr", "divmod", "format", "hash", "hex", "id",
+        "isinstance", "issubclass", "iter", "len", "max", "min", "next", "oct", "ord", "pow", "repr",
+        "round", "sorted", "sum"}
+)  # fmt: skip
+# Binary operators a handle takes, by their `operator` names ("and_" is `&`); each also reflected
+# and in place ("iand").
+OPERATORS = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "lshift", "rshift",
+             "and_", "or_", "xor")  # fmt: skip
+# Containers a call may change in place (list.sort, dict.update): sent back to the caller.
+MUTABLE = frozenset({list, dict, set, bytearray, collections.deque, collections.OrderedDict,
+                     collections.Counter, collections.defaultdict})  # fmt: skip
+# Exceptions that never cross: the run fails.
+ABORTS = (SystemExit, KeyboardInterrupt, GeneratorExit)
 
 
 class NotPlain(ValueError):

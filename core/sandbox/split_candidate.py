@@ -11,7 +11,6 @@ each. Standard library only: this module runs inside the sandbox, loaded by the 
 from __future__ import annotations
 
 import builtins
-import collections
 import contextlib
 import copy
 import io
@@ -21,55 +20,36 @@ import types
 import warnings
 
 try:  # in the sandbox the harness loads this file from its own folder
-    from plain import Channel, ChannelError, Decoder, Encoder, NotPlain
+    from plain import (
+        ABORTS,
+        MUTABLE,
+        OPERATORS,
+        SAFE_BUILTINS,
+        Channel,
+        ChannelError,
+        Decoder,
+        Encoder,
+        NotPlain,
+    )
 except ImportError:
-    from core.sandbox.plain import Channel, ChannelError, Decoder, Encoder, NotPlain
+    from core.sandbox.plain import (
+        ABORTS,
+        MUTABLE,
+        OPERATORS,
+        SAFE_BUILTINS,
+        Channel,
+        ChannelError,
+        Decoder,
+        Encoder,
+        NotPlain,
+    )
 
 MAX_DEPTH = 48  # nested callbacks (candidate -> trusted -> candidate ...)
 MAX_OUTPUT = 1 << 20
 MAX_NAMES = 100_000
-# Builtins that cross by name (both sides have them): types, pure functions and exception classes.
-SAFE_BUILTINS = frozenset(
-    name
-    for name, value in vars(builtins).items()
-    if (isinstance(value, type) and not name.startswith("_"))
-    or name
-    in {"abs", "all", "any", "ascii", "bin", "callable", "chr", "divmod", "format", "hash", "hex", "id",
-        "isinstance", "issubclass", "iter", "len", "max", "min", "next", "oct", "ord", "pow", "repr",
-        "round", "sorted", "sum"}
-)  # fmt: skip
-BINARY = {
-    name: getattr(operator, name)
-    for name in [
-        "add",
-        "sub",
-        "mul",
-        "truediv",
-        "floordiv",
-        "mod",
-        "pow",
-        "matmul",
-        "lshift",
-        "rshift",
-        "and_",
-        "or_",
-        "xor",
-        "concat",
-        "iadd",
-        "isub",
-        "imul",
-        "itruediv",
-        "ifloordiv",
-        "imod",
-        "ipow",
-        "imatmul",
-        "ilshift",
-        "irshift",
-        "iand",
-        "ior",
-        "ixor",
-    ]
-}
+BINARY = {name: getattr(operator, name) for name in OPERATORS}
+BINARY |= {"i" + name.rstrip("_"): getattr(operator, "i" + name.rstrip("_")) for name in OPERATORS}
+BINARY["concat"] = operator.concat
 UNARY = {"neg": operator.neg, "pos": operator.pos, "abs": operator.abs, "invert": operator.invert}
 UNARY |= {"index": operator.index, "int": int, "float": float, "complex": complex, "round": round}
 UNARY |= {"copy": copy.copy, "deepcopy": copy.deepcopy, "reversed": reversed, "dir": lambda o: sorted(dir(o))}
@@ -93,10 +73,6 @@ MIRRORS = {
     "warnings.resetwarnings": ("warnings", "resetwarnings"),
     "sys.setrecursionlimit": ("sys", "setrecursionlimit"),
 }
-_ABORTS = (SystemExit, KeyboardInterrupt, GeneratorExit)
-# Arguments a call may change in place (list.sort, dict.update...): sent back to the caller.
-MUTABLE = frozenset({list, dict, set, bytearray, collections.deque, collections.OrderedDict,
-                     collections.Counter, collections.defaultdict})  # fmt: skip
 
 
 class TrustedRef:
@@ -298,7 +274,7 @@ class CandidateServer:
         return kwargs
 
     def _exception(self, exc: BaseException) -> dict:
-        if isinstance(exc, _ABORTS):
+        if isinstance(exc, ABORTS):
             return {"abort": f"{type(exc).__name__}({', '.join(map(repr, exc.args))[:200]})"}
         try:
             cls = self.encoder.encode(type(exc))
@@ -356,14 +332,15 @@ def _text(exc: BaseException) -> str:
 
 
 def _rebuilt(decoder: Decoder, error: object) -> BaseException:
-    """The exception a trusted callback raised, as this process's class (builtin, or the program's)."""
+    """The exception a trusted callback raised, as this process's class (builtin, or the program's);
+    a RuntimeError where the trusted side's answer names no such class."""
     try:
         cls = decoder.decode(error["cls"])  # type: ignore[index]
         args = decoder.decode(error["args"])  # type: ignore[index]
-        if isinstance(cls, type) and issubclass(cls, BaseException) and not issubclass(cls, _ABORTS):
+        if isinstance(cls, type) and issubclass(cls, BaseException) and not issubclass(cls, ABORTS):
             return cls(*args)
-    except Exception:
-        pass
+    except Exception as exc:  # a class whose constructor refuses the args, a malformed answer
+        return RuntimeError(f"a callback of the tests raised an exception ({type(exc).__name__})")
     return RuntimeError("a callback of the tests raised an exception")
 
 

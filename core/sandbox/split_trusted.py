@@ -39,27 +39,34 @@ import types
 import warnings
 
 try:  # in the sandbox the harness loads this file from its own folder
-    from plain import Channel, ChannelError, Decoder, Encoder, NotPlain
+    from plain import (
+        ABORTS,
+        MUTABLE,
+        OPERATORS,
+        SAFE_BUILTINS,
+        Channel,
+        ChannelError,
+        Decoder,
+        Encoder,
+        NotPlain,
+    )
 except ImportError:
-    from core.sandbox.plain import Channel, ChannelError, Decoder, Encoder, NotPlain
+    from core.sandbox.plain import (
+        ABORTS,
+        MUTABLE,
+        OPERATORS,
+        SAFE_BUILTINS,
+        Channel,
+        ChannelError,
+        Decoder,
+        Encoder,
+        NotPlain,
+    )
 
 MAX_DEPTH = 48
 TESTS_FILE = "<tests>"
 CHECK = "__editforge_check__"
 FAILURE = "__editforge_assertion_error__"  # AssertionError, under a name no program can shadow
-_ABORT_NAMES = ("SystemExit", "KeyboardInterrupt", "GeneratorExit")
-# Builtins that cross by name (the candidate side's SAFE_BUILTINS, computed the same way).
-SAFE_BUILTINS = frozenset(
-    name
-    for name, value in vars(builtins).items()
-    if (isinstance(value, type) and not name.startswith("_"))
-    or name
-    in {"abs", "all", "any", "ascii", "bin", "callable", "chr", "divmod", "format", "hash", "hex", "id",
-        "isinstance", "issubclass", "iter", "len", "max", "min", "next", "oct", "ord", "pow", "repr",
-        "round", "sorted", "sum"}
-)  # fmt: skip
-
-
 BUILTIN_NAMES = frozenset(vars(builtins))
 # Dunder attributes a test may read from the program's objects: descriptive data only.
 DATA_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__", "__dict__", "__annotations__"})
@@ -70,10 +77,6 @@ NOISY_MODULES = frozenset(
 SANDBOX_MODULES = frozenset(
     {"plain", "split_trusted", "split_candidate", "zygote", "harness", "confine", "seccomp"}
 )
-
-
-WRITABLE = frozenset({list, dict, set, bytearray, collections.deque, collections.OrderedDict,
-                      collections.Counter, collections.defaultdict})  # fmt: skip
 
 
 class Broken(BaseException):
@@ -264,7 +267,7 @@ class Remote:
             ):
                 raise NotPlain("a malformed write-back")
             original, new = args[item[0]], self.decoder.decode(item[1])
-            if type(new) is not type(original) or type(original) not in WRITABLE:
+            if type(new) is not type(original) or type(original) not in MUTABLE:
                 raise NotPlain("a write-back of another type")
             if isinstance(original, (list, bytearray)):
                 original[:] = new
@@ -329,7 +332,7 @@ class Remote:
         for klass in cls.__mro__:
             if klass in self.standin_ids:
                 return ["h", self.standin_ids[klass]]
-            if getattr(builtins, klass.__name__, None) is klass and not issubclass(klass, _aborts()):
+            if getattr(builtins, klass.__name__, None) is klass and not issubclass(klass, ABORTS):
                 return ["B", klass.__name__]
         return ["B", "Exception"]
 
@@ -352,7 +355,7 @@ class Remote:
             self._break(f"a malformed exception: {exc}")
         if not (isinstance(cls, type) and issubclass(cls, BaseException)) or type(args) is not list:
             self._break("an exception that is not an exception class")
-        if issubclass(cls, _aborts()):
+        if issubclass(cls, ABORTS):
             self.broken = f"the program raised {cls.__name__}"
             return Broken(self.broken)
         try:
@@ -372,10 +375,6 @@ class Remote:
     def end(self) -> None:
         with contextlib.suppress(ChannelError, NotPlain):
             self.channel.send({"op": "end"})
-
-
-def _aborts() -> tuple[type, ...]:
-    return (SystemExit, KeyboardInterrupt, GeneratorExit)
 
 
 def _attribute(module: object, qualname: object) -> object:
@@ -508,22 +507,8 @@ class Proxy:
     __lt__, __le__, __gt__, __ge__ = _compare("lt"), _compare("le"), _compare("gt"), _compare("ge")
 
 
-for _name in [
-    "add",
-    "sub",
-    "mul",
-    "truediv",
-    "floordiv",
-    "mod",
-    "pow",
-    "matmul",
-    "lshift",
-    "rshift",
-    "and",
-    "or",
-    "xor",
-]:
-    _op = _name + "_" if _name in ("and", "or") else _name
+for _op in OPERATORS:
+    _name = _op.rstrip("_")
     setattr(Proxy, f"__{_name}__", _binary(_op))
     setattr(Proxy, f"__r{_name}__", _binary(_op, reflected=True))
     setattr(Proxy, f"__i{_name}__", _binary(f"i{_name}"))

@@ -36,11 +36,9 @@ class ZygoteGone(Exception):
 
 def _children() -> list[int]:
     me = os.getpid()
-    try:
-        with open(f"/proc/{me}/task/{me}/children") as f:
-            return [int(pid) for pid in f.read().split()]
-    except FileNotFoundError:
-        pass
+    # kernels without CONFIG_PROC_CHILDREN: scan /proc
+    with contextlib.suppress(FileNotFoundError), open(f"/proc/{me}/task/{me}/children") as f:
+        return [int(pid) for pid in f.read().split()]
     children = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
