@@ -63,6 +63,11 @@ def problem(tests: str, before: str = "def f(x):\n    return x\n", language: str
             "import pickle\nassert pickle.loads(f(1))\n",
             "the tests evaluate text or data the program produced",
         ),
+        (
+            "import doctest\ndoctest.run_docstring_examples(f, {})\n",
+            "the tests evaluate text or data the program produced",
+        ),
+        ("exec(f(1))\n", "the tests evaluate text or data the program produced"),
         ("import re\nassert re.compile('a').match(f('a'))\n", ""),
     ],
 )

@@ -1098,33 +1098,61 @@ def test_correct_programs_pass_split(sandbox, text, tests):
 
 
 # -- second round: names the benchmark binds, StopIteration, the trusted side's own protections -----
-def test_a_name_the_benchmark_binds_by_import_is_never_the_programs(sandbox):
-    """The program binds `np` (or `math`) to an object of its own that answers the tests' checks."""
-    program = "import numpy\nclass _NP:\n    def allclose(self, *a):\n        return True\nnp = _NP()\ndef f(x):\n    return numpy.array([0.0])\n"
-    tests = "assert np.allclose(f(3), [7340.912])\n"
-    if not HAS_NUMPY:
+BOUND_NAMES = {  # the program rebinds a name the benchmark's text imports, to answer the tests' check
+    "numpy_alias": (
+        "import numpy\nclass _NP:\n    def allclose(self, *a):\n        return True\nnp = _NP()\n"
+        "def f(x):\n    return numpy.array([0.0])\n",
+        "assert np.allclose(f(3), [7340.912])\n",
+        ["numpy", "np=numpy"],
+    ),
+    "module_object": (
+        "class M:\n    def isclose(self, *a):\n        return True\nmath = M()\ndef f(x):\n    return 0.0\n",
+        "assert math.isclose(f(2), 1.4142135623730951)\n",
+        ["math", "math=math"],
+    ),
+    "imported_function": (
+        "def isclose(*a, **k):\n    return True\ndef f(x):\n    return 0.0\n",
+        "assert isclose(f(2), 1.4142135623730951)\n",
+        ["math", "isclose=math.isclose"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BOUND_NAMES)
+def test_a_name_the_benchmark_binds_by_import_is_never_the_programs(sandbox, case):
+    program, tests, modules = BOUND_NAMES[case]
+    if "numpy" in modules and not HAS_NUMPY:
         pytest.skip("numpy is not installed")
-    split = sandbox.run(program, tests, split=True, modules=["numpy", "np=numpy"])
+    split = sandbox.run(program, tests, split=True, modules=modules)
     assert split.mode == "split" and not split.passed, split
-    cheat = (
-        "class M:\n    def isclose(self, *a):\n        return True\nmath = M()\ndef f(x):\n    return 0.0\n"
-    )
-    split = sandbox.run(
-        cheat, "assert math.isclose(f(2), 1.4142135623730951)\n", split=True, modules=["math", "math=math"]
-    )
-    assert not split.passed, split
     still_works(sandbox)
 
 
-def test_a_stopiteration_out_of_a_call_does_not_end_the_tests_quietly(sandbox):
+STOPS = {  # a StopIteration out of a call would end the tests' map() early, and all() of it is True
+    "function": "def f(x):\n    raise StopIteration\n",
+    "async_flavour": "def f(x):\n    raise StopAsyncIteration\n",
+    "from_a_property": "class P:\n    @property\n    def v(self):\n        raise StopIteration\n"
+    "def f(x):\n    return P().v\n",
+}
+
+
+@pytest.mark.parametrize("case", STOPS)
+def test_a_stopiteration_out_of_a_call_does_not_end_the_tests_quietly(sandbox, case):
     tests = "cases = [(3, 7340912)]\nassert all(map(lambda c: f(c[0]) == c[1], cases))\n"
-    split = sandbox.run("def f(x):\n    raise StopIteration\n", tests, split=True)
-    assert not split.passed and "StopIteration" in split.detail, split
+    split = sandbox.run(STOPS[case], tests, split=True)
+    assert not split.passed and "outside an iterator" in split.detail, split
 
 
-def test_the_trusted_side_cannot_signal_the_server(sandbox):
-    """Code on the trusted side (a test that calls what it is given) may not kill the server."""
-    tests = "import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\nexcept PermissionError:\n    print('refused')\n"
+SIGNALS = {  # code on the trusted side (a test that calls what it is given) against the server
+    "kill_parent": "os.kill(os.getppid(), signal.SIGKILL)",
+    "kill_parents_group": "os.killpg(os.getpgid(os.getppid()), signal.SIGKILL)",
+    "kill_everyone": "os.kill(-1, signal.SIGKILL)",
+}
+
+
+@pytest.mark.parametrize("case", SIGNALS)
+def test_the_trusted_side_cannot_signal_the_server(sandbox, case):
+    tests = f"import os, signal\ntry:\n    {SIGNALS[case]}\nexcept PermissionError:\n    print('refused')\n"
     split = sandbox.run("x = 1\n", tests, split=True)
     assert split.passed and "refused" in split.stdout, split
     still_works(sandbox)
