@@ -485,11 +485,14 @@ class Proxy:
             return False
         return _remote(self).truth("subclasscheck", cls, args=[self])
 
-    def __enter__(self):
-        return self.__getattr__("__enter__")()
+    def __enter__(self):  # the program's own context manager, called like any of its methods
+        return _remote(self).request("getattr", self, name="__enter__")()
 
     def __exit__(self, *exc):
-        return self.__getattr__("__exit__")(*exc)
+        return _remote(self).request("getattr", self, name="__exit__")(*exc)
+
+    def __round__(self, *ndigits):
+        return _remote(self).request("getattr", self, name="__round__")(*ndigits)
 
     def __copy__(self):
         return _remote(self).request("unary", self, name="copy")
@@ -512,7 +515,7 @@ for _op in OPERATORS:
     setattr(Proxy, f"__{_name}__", _binary(_op))
     setattr(Proxy, f"__r{_name}__", _binary(_op, reflected=True))
     setattr(Proxy, f"__i{_name}__", _binary(f"i{_name}"))
-for _name in ("neg", "pos", "abs", "invert", "index", "int", "float", "complex", "round"):
+for _name in ("neg", "pos", "abs", "invert", "index", "int", "float", "complex"):
     setattr(
         Proxy,
         f"__{_name}__",
