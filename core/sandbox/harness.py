@@ -67,8 +67,6 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MNT_DETA
     16384,
     2,
 )
-_SPLIT_REPORT_CAP = 1 << 16  # the trusted side's one JSON outcome
-_TESTS_CODE_CACHE = 512  # compiled tests kept by a server (split runs)
 KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
@@ -181,9 +179,10 @@ class Server:
         self.pid = os.getpid()  # the zygote's, once start() has split this process in two
         self.child = 0
         self.child_status: int | None = None
-        self.own_child = False  # the run's decisive process is ours (split: the trusted side) or the zygote's
         self.zygote = None
-        self.tests_code: dict[str, tuple] = {}  # tests text -> its compiled code (split runs)
+        self.trusted = None  # split runs: our trusted process (trusted_server.py), started at the first
+        self.outcome: bytes | None = None  # its answer for the current split run (b"": it died first)
+        self.trusted_status: int | None = None  # its exit status, where it died in the current run
         # bwrap: /tmp and /dev/shm are tmpfs mounts of our own, replaced after every run (see _renew_scratch)
         self.fresh = config.get("fresh_mounts")
         self.mounted = False
@@ -221,6 +220,7 @@ class Server:
             "split_trusted",
             "split_candidate",
             "zygote",
+            "trusted_server",
         ):  # before the fork: no per-run import
             sys.modules.setdefault(name, _import_sibling(name))
         seccomp = _import_sibling("seccomp")
@@ -314,7 +314,7 @@ class Server:
             fds["ruleset"] = os.dup(self.ruleset)
         start = time.monotonic()
         self.child = self.zygote.fork(job, fds)  # the zygote's child: no job before this one in its memory
-        self.child_status, self.own_child = None, False
+        self.child_status = None
         nonce = os.urandom(16).hex().encode()
         if job["kind"] == "python" or job.get("run_token"):
             with contextlib.suppress(OSError):  # a dead child closed its end: it cannot pass anyway
@@ -346,92 +346,91 @@ class Server:
         return result
 
     def _execute_split(self, job: dict) -> dict:
-        """A split run: the tests in a process of ours that runs no candidate code (split_trusted.py),
-        the program in a process the zygote forks (split_candidate.py), plain data between them."""
+        """A split run: the tests in our trusted process, which runs no candidate code
+        (trusted_server.py), the program in a process the zygote forks (split_candidate.py), plain
+        data between them."""
         limits = job["limits"]
         stdin_fd = self._stdin(job.pop("stdin", None))  # the zygote gets none of the run's texts
         _write_file(os.path.join(self.work_dir, "main.py"), job["program"])  # as in process: tracebacks
         self._no_exec()
-        out, err, report, to_candidate, to_trusted = (os.pipe() for _ in range(5))
-        compiled = self._compiled_tests(job["tests"])
+        out, err, to_candidate, to_trusted = (os.pipe() for _ in range(4))
+        payload = sys.modules["zygote"].payload_fd
         start = time.monotonic()
-        pid = os.fork()
-        if pid == 0:
-            trusted = {"stdout": out[1], "stderr": err[1], "report": report[1]}
-            self._trusted_child(job, trusted, to_trusted[0], to_candidate[1], compiled)
-        self.child, self.child_status, self.own_child = pid, None, True
-        for fd in (report[1], to_trusted[0], to_candidate[1]):
-            os.close(fd)
+        self.outcome, self.child_status, self.trusted_status = None, None, None
+        trusted = self._trusted(limits)
+        texts = {"tests": job["tests"], "helpers": job.get("helpers", "")}
+        run = {"work_dir": self.work_dir, "modules": job.get("modules", [])}
+        given = {"read": to_trusted[0], "write": to_candidate[1], "stdout": os.dup(out[1])}
+        given |= {"stderr": os.dup(err[1]), "payload": payload(texts)}
+        if not trusted.send(run, given):
+            self.outcome = b""  # it died since the last run: this run fails, the next gets a new one
         fds = {"stdin": stdin_fd, "stdout": out[1], "stderr": err[1], "read": to_candidate[0]}
-        fds |= {
-            "write": to_trusted[1],
-            "payload": sys.modules["zygote"].payload_fd({"program": job["program"]}),
-        }
+        fds |= {"write": to_trusted[1], "payload": payload({"program": job["program"]})}
         if self.ruleset is not None:
             fds["ruleset"] = os.dup(self.ruleset)
-        meta = {"kind": "candidate", "limits": limits}
-        try:
-            self.zygote.fork(meta, fds)
-        except Exception:
-            _kill_quietly(pid, group=False)
-            raise
-        streams = {out[0]: bytearray(), err[0]: bytearray(), report[0]: bytearray()}
-        caps = {
-            out[0]: limits["max_output_bytes"],
-            err[0]: limits["max_output_bytes"],
-            report[0]: _SPLIT_REPORT_CAP,
-        }
+        self.child = self.zygote.fork({"kind": "candidate", "limits": limits}, fds)
+        streams = {out[0]: bytearray(), err[0]: bytearray()}
+        caps = {out[0]: limits["max_output_bytes"], err[0]: limits["max_output_bytes"]}
         outputs = {out[0], err[0]}
-        stop = self._supervise(streams, caps, outputs, start + limits["timeout_s"])
+        stop = None
+        if self.outcome is None:
+            stop = self._supervise(streams, caps, outputs, start + limits["timeout_s"], trusted)
         duration = time.monotonic() - start
         self._kill_all()
+        if self.trusted is not None and _retires(self.outcome):
+            self._stop_trusted()  # it exits (state it could not put back...): the next run gets a new one
         stop = self._close_streams(streams, caps, outputs, stop)
-        stdout, stderr, outcome = (bytes(streams[fd[0]]) for fd in (out, err, report))
-        status, exit_code, detail, counts = self._split_verdict(job, stop, outcome)
+        stdout, stderr = (bytes(streams[fd[0]]) for fd in (out, err))
+        status, exit_code, detail, counts = self._split_verdict(job, stop, self.outcome or b"")
         result = self._result(status, exit_code, stdout, stderr, duration, detail)
         result.update(counts, mode="split")
         return result
 
-    def _compiled_tests(self, tests: str) -> tuple | None:
-        """The tests' code for the trusted side, compiled once per text here (None: let the trusted
-        side compile it and report the error)."""
-        if tests not in self.tests_code:
-            try:
-                compiled = sys.modules["split_trusted"].compile_tests(tests)
-            except Exception:
-                return None
-            if len(self.tests_code) >= _TESTS_CODE_CACHE:
-                self.tests_code.pop(next(iter(self.tests_code)))
-            self.tests_code[tests] = compiled
-        return self.tests_code[tests]
+    def _trusted(self, limits: dict):
+        """Our trusted process, started afresh where there is none or the run's limits differ."""
+        if self.trusted is not None and self.trusted.limits != limits:
+            self._stop_trusted()
+        if self.trusted is None:
+            server_end, trusted_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            pid = os.fork()
+            if pid == 0:
+                server_end.close()
+                self._trusted_process(limits, trusted_end)
+            trusted_end.close()
+            self.trusted = sys.modules["trusted_server"].TrustedClient(pid, server_end, limits)
+        return self.trusted
 
-    def _trusted_child(
-        self, job: dict, fds: dict[str, int], read_fd: int, write_fd: int, compiled: tuple | None
-    ) -> NoReturn:
-        """Become the trusted side of a split run (never returns): the tests, no candidate code."""
+    def _stop_trusted(self) -> None:
+        """Kill and reap our trusted process (mid-run, or one that exited to be replaced)."""
+        trusted, self.trusted = self.trusted, None
+        trusted.close()
+        if trusted.status is None:
+            _kill_quietly(trusted.pid, group=True)
+            _kill_quietly(trusted.pid, group=False)
+            with contextlib.suppress(ChildProcessError):
+                trusted.status = os.waitpid(trusted.pid, 0)[1]
+        self.trusted_status = trusted.status
+
+    def _trusted_process(self, limits: dict, sock: socket.socket) -> NoReturn:
+        """Become the trusted process of split runs (never returns): the tests of run after run, no
+        candidate code; it exits where a run left state it cannot put back (trusted_server.py)."""
         try:
             self.native.prctl_set(PR_SET_PDEATHSIG, signal.SIGKILL)
             os.setsid()
             os.close(signal.set_wakeup_fd(-1))
             for sig in (signal.SIGCHLD, *_STOP_SIGNALS):
                 signal.signal(sig, signal.SIG_DFL)
-            null = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(null, 0)
-            os.dup2(fds["stdout"], 1)
-            os.dup2(fds["stderr"], 2)
-            _close_fds_except({fds["report"], read_fd, write_fd})
-            _set_rlimits(job["limits"], self.nproc_base, self.base_vm)
-            os.chdir(self.work_dir)  # the tests' files are the program's; our sys.path has neither
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            _close_fds_except({sock.fileno()})
+            _set_rlimits(limits, self.nproc_base, self.base_vm)
+            os.chdir("/")
             self.confine.drop_capabilities()
-            self.tests_code.clear()  # other runs' tests stay in the server
             if self.filtered:  # like every run: no signal to the server or the zygote
                 machine = os.uname().machine
                 self.confine.install_filter(self.seccomp.protect(machine, (os.getppid(), self.pid)))
-            plain, trusted = sys.modules["plain"], sys.modules["split_trusted"]
-            channel = plain.Channel(read_fd, write_fd)
-            modules = frozenset(job.get("modules", ()))
-            trusted.run(channel, job["tests"], job.get("helpers", ""), fds["report"], compiled, modules)
-            _flush_stdio()
+            sys.modules["trusted_server"].serve(sock)
         except BaseException as exc:
             with contextlib.suppress(BaseException):
                 os.write(2, f"sandbox harness (trusted side): {exc!r}\n".encode())
@@ -477,13 +476,21 @@ class Server:
         return fd
 
     def _supervise(
-        self, streams: dict[int, bytearray], caps: dict[int, int], outputs: set[int], deadline: float
+        self,
+        streams: dict[int, bytearray],
+        caps: dict[int, int],
+        outputs: set[int],
+        deadline: float,
+        trusted=None,
     ) -> str | None:
-        """Collect output until the run's process exits; "timeout" or "output_limit" if it must be stopped."""
+        """Collect output until the run's process exits (split runs: until ``trusted``, our trusted
+        process, answers or dies); "timeout" or "output_limit" if the run must be stopped."""
         poller = select.poll()
         for fd in (*streams, self.wake_r, self.ctl_in, self.zygote.fileno()):
             poller.register(fd, select.POLLIN)
-        while self.child_status is None:
+        if trusted is not None:
+            poller.register(trusted.fileno(), select.POLLIN)
+        while (self.outcome if trusted is not None else self.child_status) is None:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return "timeout"
@@ -494,8 +501,11 @@ class Server:
                     continue
                 if fd == self.zygote.fileno():
                     self.zygote.event()
-                    if not self.own_child and self.zygote.exited is not None:
+                    if trusted is None and self.zygote.exited is not None:
                         self.child_status = self.zygote.exited
+                    continue
+                if trusted is not None and fd == trusted.fileno():
+                    self.outcome = trusted.receive()
                     continue
                 if fd == self.ctl_in:  # the host never writes during a run: it closed the channel or died
                     raise _HostGone
@@ -507,7 +517,7 @@ class Server:
         return None
 
     def _reap(self, block: bool) -> None:
-        """Reap our own exited children (the trusted side of split runs)."""
+        """Reap our own exited children (the trusted process of split runs)."""
         while True:
             try:
                 pid, status = os.waitpid(-1, 0 if block else os.WNOHANG)
@@ -515,21 +525,19 @@ class Server:
                 return
             if pid == 0:
                 return
-            if pid == self.child and self.own_child:
-                self.child_status = status
+            if self.trusted is not None and pid == self.trusted.pid:
+                self.trusted.status = status
 
     def _kill_all(self) -> None:
-        """Kill and reap every process started by the run, however it detached itself: our trusted
-        side here, everything else by the zygote, to which every orphan reparents."""
-        if self.own_child and self.child and self.child_status is None:
-            _kill_quietly(self.child, group=True)
-            _kill_quietly(self.child, group=False)
-            self._reap(block=True)
-        else:
-            self._reap(block=False)
+        """Kill and reap every process started by the run, however it detached itself: everything
+        by the zygote, to which every orphan reparents; our trusted process where it did not answer
+        (a timeout, an output limit) or will not serve again."""
+        self._reap(block=False)
         status = self.zygote.end()
-        if not self.own_child and self.child_status is None:
+        if self.child_status is None:
             self.child_status = status
+        if self.trusted is not None and (not self.outcome or self.trusted.status is not None):
+            self._stop_trusted()
 
     def _verdict(self, job: dict, stop: str | None, nonce: bytes, report: bytes, out: bytes) -> tuple:
         """(status, exit code, detail) of a finished run."""
@@ -594,7 +602,8 @@ class Server:
                 f"a stream exceeded {limits['max_output_bytes']} bytes; the run was stopped",
                 counts,
             )
-        code = os.waitstatus_to_exitcode(self.child_status) if self.child_status is not None else None
+        died = self.trusted_status if not outcome else None
+        code = os.waitstatus_to_exitcode(died) if died is not None else 0 if outcome else None
         try:
             report = json.loads(outcome)
             passed, kind = report["passed"], report.get("kind")
@@ -710,6 +719,15 @@ class Server:
         except BaseException as exc:  # the harness failed in the child: never return to the zygote's loop
             os.write(2, f"sandbox harness: {exc!r}\n".encode())
         os._exit(70)
+
+
+def _retires(outcome: bytes | None) -> bool:
+    """Whether the trusted process said, in its outcome, that it exits after this run."""
+    try:
+        report = json.loads(outcome or b"null")
+    except ValueError:
+        return False
+    return type(report) is dict and "retire" in report
 
 
 def _run_python(

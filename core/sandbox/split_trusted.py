@@ -30,8 +30,6 @@ import collections
 import contextlib
 import importlib
 import importlib.util
-import json
-import os
 import random
 import sys
 import traceback
@@ -106,6 +104,7 @@ class Remote:
         self.broken: str | None = None
         self.callback_failures = 0
         self.numpy_mirrored = False
+        self.originals: dict = {}  # (module, attribute) -> the function the run's mirror wraps
 
     # -- handles -------------------------------------------------------------------------------
     def _handle(self, obj: object) -> list:
@@ -529,6 +528,9 @@ def _text(value: object) -> str:
     return value
 
 
+_BUILTIN_ITEMS = tuple((k, v) for k, v in vars(builtins).items() if not k.startswith("__"))
+
+
 class _Namespace(dict):
     """The tests' globals: what the tests and the benchmark's helpers define, else the program's
     top-level name, asked for on first use (as the tests would find it in the program's module).
@@ -536,7 +538,9 @@ class _Namespace(dict):
     global the program rebinds reads as it would in one process."""
 
     def __init__(self, remote: Remote, names: list) -> None:
-        super().__init__()
+        # The builtins are entries of their own, so that looking one up never reaches __missing__
+        # (an exception per lookup); the benchmark's bindings come before them.
+        super().__init__({k: v for k, v in _BUILTIN_ITEMS if k not in remote.bindings})
         self.remote = remote
         self.defined = {name for name in names if type(name) is str}  # the program's, after it ran
         self.absent: set[str] = set()
@@ -620,43 +624,50 @@ def _mirrored(remote: Remote, name: str, function):
     return mirrored
 
 
-def _mirror(remote: Remote) -> None:
-    """Wrap the functions of MIRRORED in this process (it serves one run and then exits)."""
+def _mirror(remote: Remote) -> dict:
+    """Wrap the functions of MIRRORED for one run; the originals, to put back after it."""
+    originals = {}
     for name, module, attribute in MIRRORED:
-        setattr(module, attribute, _mirrored(remote, name, getattr(module, attribute)))
+        originals[module, attribute] = function = getattr(module, attribute)
+        setattr(module, attribute, _mirrored(remote, name, function))
+    remote.originals = originals
+    return originals
 
 
 def _mirror_numpy(remote: Remote) -> None:
     numpy_random = sys.modules.get("numpy.random")
-    if numpy_random is not None:
+    if numpy_random is not None and (numpy_random, "seed") not in remote.originals:
+        remote.originals[numpy_random, "seed"] = numpy_random.seed
         numpy_random.seed = _mirrored(remote, "numpy.random.seed", numpy_random.seed)
 
 
-def compile_tests(tests: str) -> tuple[types.CodeType, int]:
-    """The tests' code with every assert statement counted (``_AssertRewriter``), and how many there
-    are. A code object holds no state: the server compiles each text once and reuses it."""
+def compile_tests(tests: str, helpers: str = "") -> tuple[types.CodeType, types.CodeType, int]:
+    """The benchmark's helpers' code, the tests' code with every assert statement counted
+    (``_AssertRewriter``), and how many there are. A code object holds no state: the trusted
+    process compiles each text once and reuses it."""
+    helpers_code = compile(helpers, "<benchmark helpers>", "exec", dont_inherit=True)
     tree = ast.parse(tests, TESTS_FILE)
     rewriter = _AssertRewriter()
     tree = ast.fix_missing_locations(rewriter.visit(tree))
-    return compile(tree, TESTS_FILE, "exec", dont_inherit=True), rewriter.count
+    return helpers_code, compile(tree, TESTS_FILE, "exec", dont_inherit=True), rewriter.count
 
 
 def run(
     channel: Channel,
     tests: str,
     helpers: str,
-    report_fd: int,
     compiled: tuple | None = None,
     modules: frozenset[str] = frozenset(),
-) -> None:
-    """Load the program in the candidate's process, run the tests here, report the outcome as one
-    JSON record on ``report_fd``. ``compiled``: ``compile_tests(tests)``, where already done;
-    ``modules``: top-level modules the benchmark's own text imports (imported here by name)."""
+) -> dict:
+    """Load the program in the candidate's process, run the tests here; the outcome, one JSON-ready
+    record. ``compiled``: ``compile_tests(tests, helpers)``, where already done; ``modules``:
+    top-level modules the benchmark's own text imports (imported here by name)."""
     remote = Remote(channel, modules)
     outcome: dict = {"passed": False, "tests_passed": 0, "tests_total": 0, "delegated": 0}
     checks = None
+    originals = _mirror(remote)
     try:
-        code, count = compiled or compile_tests(tests)
+        helpers_code, code, count = compiled or compile_tests(tests, helpers)
         checks = _Checks(count, remote)
         outcome["tests_total"] = count
         names = remote.request("load")
@@ -664,9 +675,8 @@ def run(
             remote._break("the program's names are not a list")
         namespace = _Namespace(remote, names)
         namespace.update(__name__="__main__", __builtins__=builtins)
-        exec(compile(helpers, "<benchmark helpers>", "exec", dont_inherit=True), namespace)
+        exec(helpers_code, namespace)
         namespace[CHECK], namespace[FAILURE] = checks, AssertionError
-        _mirror(remote)
         exec(code, namespace)
         if remote.broken:
             raise Broken(remote.broken)
@@ -685,18 +695,16 @@ def run(
             traceback.print_exception(
                 type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None
             )
+    finally:
+        for (module, attribute), function in originals.items():
+            setattr(module, attribute, function)
     if remote.broken and outcome["passed"]:
         outcome.update(passed=False, error=remote.broken, kind="protocol")
     if checks is not None:
         outcome["tests_passed"] = checks.passed
     outcome["delegated"] = remote.delegated
     remote.end()
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-        sys.stderr.flush()
-    data = json.dumps(outcome).encode()
-    with contextlib.suppress(OSError):
-        os.write(report_fd, data)
+    return outcome
 
 
 def _message(exc: BaseException) -> str:

@@ -1,0 +1,146 @@
+"""The trusted process of split runs serves run after run: nothing one run's tests change reaches
+the next, and where a run leaves what cannot be put back (a thread, a replaced module, a hang, a
+crash, a MemoryError) the next run gets a fresh process and still passes.
+
+The pid the tests print shows which: the same process put the state back, or a new one started.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import textwrap
+
+import pytest
+
+from core.sandbox import SandboxLimits, bwrap_available, make_sandbox
+
+LIMITS = SandboxLimits(timeout_s=3.0, memory_mb=512, max_output_bytes=100_000, max_processes=64, disk_mb=64)
+BACKENDS = [
+    pytest.param(
+        "bwrap", marks=pytest.mark.skipif(not bwrap_available(), reason="bubblewrap cannot run here")
+    ),
+    "local",
+]
+PROGRAM = "def inc(x):\n    return x + 1\n"
+PID = "import os\nprint('trusted pid', os.getpid())\n"
+
+
+@pytest.fixture(params=BACKENDS)
+def sandbox(request):
+    # one worker: every run goes to the same server, so to the same trusted process where it lives on
+    with make_sandbox(request.param, limits=LIMITS, workers=1, strict=False) as sb:
+        yield sb
+
+
+def run(sandbox, tests: str, limits: SandboxLimits = LIMITS):
+    return sandbox.run(PROGRAM, textwrap.dedent(tests) + PID + "assert inc(1) == 2\n", split=True, limits=limits)
+
+
+def trusted_pid(result) -> int:
+    found = re.findall(r"trusted pid (\d+)", result.stdout)
+    assert found, result
+    return int(found[-1])
+
+
+CHANGE_EVERYTHING = """
+import builtins, decimal, os, random, signal, sys, warnings
+warnings.simplefilter("error")
+sys.setrecursionlimit(321)
+decimal.getcontext().prec = 3
+os.environ["EDITFORGE_LEAK"] = "1"
+print("umask", os.umask(0o077))
+builtins.leaked = "from the first run"
+sys.path.append("/leaked")
+sys.displayhook = print
+signal.signal(signal.SIGUSR1, lambda *args: None)
+signal.alarm(100)
+random.seed(7)
+print("first draw", random.random())
+"""
+
+EXPECT_PRISTINE = """
+import builtins, decimal, os, random, signal, sys, warnings
+assert not [f for f in warnings.filters if f[0] == "error"], warnings.filters
+assert sys.getrecursionlimit() != 321
+assert decimal.getcontext().prec == 28
+assert "EDITFORGE_LEAK" not in os.environ
+print("umask", os.umask(0o022))
+assert not hasattr(builtins, "leaked")
+assert "/leaked" not in sys.path
+assert sys.displayhook is sys.__displayhook__
+assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL
+assert signal.alarm(0) == 0
+print("second draw", random.random())
+"""
+
+
+def test_what_one_runs_tests_change_is_put_back_before_the_next(sandbox):
+    first = run(sandbox, CHANGE_EVERYTHING)
+    assert first.passed, first
+    second = run(sandbox, EXPECT_PRISTINE)
+    assert second.passed, second
+    assert second.tests_passed == second.tests_total == 10
+    assert re.findall(r"umask (\d+)", first.stdout) == re.findall(r"umask (\d+)", second.stdout)
+    # the same process put it all back (a fresh one would prove nothing)
+    assert trusted_pid(first) == trusted_pid(second)
+    # random is reseeded as a forked process would be: the second run does not replay the seed
+    assert "second draw" in second.stdout
+    seeded = re.search(r"first draw (\S+)", first.stdout).group(1)
+    assert seeded not in second.stdout
+
+
+@pytest.mark.parametrize(
+    "leftover",
+    [
+        "import threading, time\nthreading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n",
+        "import sys, types\nsys.modules['json'] = types.ModuleType('json')\n",
+        "import sys\ndel sys.modules['random']\n",
+    ],
+    ids=["thread", "replaced_module", "removed_module"],
+)
+def test_state_that_cannot_be_put_back_retires_the_process(sandbox, leftover):
+    before = run(sandbox, "")
+    leaving = run(sandbox, leftover)
+    after = run(sandbox, "import json\nassert json.dumps([1]) == '[1]'\n")
+    assert before.passed and leaving.passed and after.passed, (before, leaving, after)
+    assert trusted_pid(before) == trusted_pid(leaving) != trusted_pid(after)
+
+
+@pytest.mark.parametrize(
+    "tests, status",
+    [
+        ("while True:\n    pass\n", "timeout"),
+        ("import os\nos._exit(3)\n", "failed"),
+        ("import signal, os\nos.kill(os.getpid(), signal.SIGKILL)\n", "failed"),
+        ("hog = bytearray(2 << 30)\n", "memory"),
+    ],
+    ids=["hang", "exit", "killed", "memory"],
+)
+def test_a_trusted_process_that_hangs_or_dies_is_replaced(sandbox, tests, status):
+    before = run(sandbox, "")
+    broken = sandbox.run(PROGRAM, tests, split=True)
+    after = run(sandbox, "")
+    assert broken.status == status and not broken.passed, broken
+    assert "\n" not in broken.detail
+    if status == "failed":
+        assert "trusted test process ended without a report" in broken.detail
+    assert before.passed and after.passed, (before, after)
+    assert trusted_pid(before) != trusted_pid(after)
+
+
+def test_other_limits_get_their_own_trusted_process(sandbox):
+    first = run(sandbox, "")
+    other = run(sandbox, "", limits=dataclasses.replace(LIMITS, memory_mb=256))
+    again = run(sandbox, "", limits=dataclasses.replace(LIMITS, memory_mb=256))
+    assert first.passed and other.passed and again.passed
+    assert trusted_pid(first) != trusted_pid(other) == trusted_pid(again)
+
+
+def test_a_candidate_that_dies_mid_run_leaves_the_trusted_process_serving(sandbox):
+    before = run(sandbox, "")
+    dying = sandbox.run("import os\ndef inc(x):\n    os._exit(0)\n", PID + "assert inc(1) == 2\n", split=True)
+    after = run(sandbox, "")
+    assert not dying.passed and "\n" not in dying.detail, dying
+    assert before.passed and after.passed
+    assert trusted_pid(before) == trusted_pid(dying) == trusted_pid(after)
