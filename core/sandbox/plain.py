@@ -41,6 +41,16 @@ MAX_INT_BITS = 1 << 16  # 19,729 decimal digits
 MAX_MESSAGE_BYTES = 32 << 20
 _HEADER = struct.Struct(">I")
 _JSON = json.JSONEncoder(separators=(",", ":"))  # made once: json.dumps with options makes one per call
+# The C encoder behind it, made once too (JSONEncoder.encode makes one per call: half its cost);
+# no cycle check: an Encoder's tree holds none (a shared value is a reference, "@").
+_C_ENCODE = (
+    json.encoder.c_make_encoder(
+        None, None, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
+    )
+    if json.encoder.c_make_encoder is not None
+    else None
+)
+_RAW_DECODE = json.JSONDecoder().raw_decode
 
 # builtin factories a defaultdict may carry as data
 _FACTORIES = {"int": int, "float": float, "str": str, "list": list, "dict": dict, "set": set, "tuple": tuple}
@@ -489,9 +499,10 @@ class Channel:
 
     def send(self, message: dict) -> None:
         try:
-            data = _JSON.encode(message).encode()
+            text = "".join(_C_ENCODE(message, 0)) if _C_ENCODE is not None else _JSON.encode(message)
         except (ValueError, TypeError, RecursionError) as exc:
             raise NotPlain(f"cannot serialise: {exc}") from None
+        data = text.encode()  # ASCII: every non-ASCII character is escaped
         if len(data) > self.max_bytes:
             raise NotPlain(f"a {len(data)}-byte message exceeds the {self.max_bytes}-byte bound")
         view = memoryview(_HEADER.pack(len(data)) + data)
@@ -502,22 +513,29 @@ class Channel:
             raise ChannelError(f"the other process closed the channel ({exc.strerror})") from None
 
     def receive(self) -> dict:
-        header = self._read(_HEADER.size)
-        size = _HEADER.unpack(header)[0]
+        """The next message: what an earlier read brought beyond its own message first (one read
+        usually brings a whole small message, header and body)."""
+        self._fill(_HEADER.size)
+        size = _HEADER.unpack_from(self.pending)[0]
         if size > self.max_bytes:
             raise ChannelError(f"a {size}-byte message exceeds the {self.max_bytes}-byte bound")
-        body = self._read(size)
+        end = _HEADER.size + size
+        self._fill(end)
+        body = self.pending[_HEADER.size : end]
+        del self.pending[:end]
         try:
-            message = json.loads(body)
+            text = body.decode()  # what we send is ASCII; anything not UTF-8 is malformed
+            message, stop = _RAW_DECODE(text)
         except (ValueError, RecursionError) as exc:
             raise ChannelError(f"a malformed message ({type(exc).__name__})") from None
+        if stop != len(text):
+            raise ChannelError("a malformed message (data after its value)")
         if type(message) is not dict:
             raise ChannelError("a message that is not an object")
         return message
 
-    def _read(self, size: int) -> bytes:
-        """``size`` bytes, from what an earlier read brought beyond its message first (one read
-        usually brings a whole small message, header and body)."""
+    def _fill(self, size: int) -> None:
+        """Read until ``size`` bytes are pending."""
         while len(self.pending) < size:
             try:
                 chunk = os.read(self.read_fd, max(size - len(self.pending), 1 << 16))
@@ -526,6 +544,3 @@ class Channel:
             if not chunk:
                 raise ChannelError("the other process closed the channel in the middle of a call")
             self.pending += chunk
-        data = bytes(self.pending[:size])
-        del self.pending[:size]
-        return data

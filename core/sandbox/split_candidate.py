@@ -204,7 +204,11 @@ class CandidateServer:
             return getattr(sys.modules.get(module) or __import__(module, fromlist=["_"]), attribute)(
                 *self._args(m), **self._kwargs(m)
             )
-        target = self.decoder.decode(m.get("h"))
+        h = m.get("h")
+        if type(h) is list and len(h) == 3 and h[0] == "h" and type(h[1]) is int and h[1] in self.objects:
+            target = self.objects[h[1]]  # the common case, a handle of ours, without the decoder
+        else:
+            target = self.decoder.decode(h)
         if op == "call":
             args = self._args(m)
             value = target(*args, **self._kwargs(m))
@@ -268,7 +272,9 @@ class CandidateServer:
         return args
 
     def _kwargs(self, m: dict) -> dict:
-        kwargs = self.decoder.decode(m.get("kw", ["d"]))
+        if "kw" not in m:  # most calls have none
+            return {}
+        kwargs = self.decoder.decode(m["kw"])
         if type(kwargs) is not dict or not all(type(k) is str for k in kwargs):
             raise NotPlain("keyword arguments must be a dict of str")
         return kwargs

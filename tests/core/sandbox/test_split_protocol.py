@@ -658,6 +658,9 @@ RAW_BAD = {
     "malformed_json": struct.pack(">I", 9) + b"{not json",
     "invalid_utf8": struct.pack(">I", 4) + b"\xc3\x28{}",
     "not_an_object": struct.pack(">I", 2) + b"[]",
+    "two_objects": struct.pack(">I", 4) + b"{}{}",
+    "leading_space": struct.pack(">I", 3) + b" {}",
+    "utf16": struct.pack(">I", 4) + "{}".encode("utf-16-le"),
     "deeply_nested_json": struct.pack(">I", 20_000) + b"[" * 10_000 + b"]" * 10_000,
 }
 
