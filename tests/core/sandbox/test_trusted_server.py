@@ -34,7 +34,9 @@ def sandbox(request):
 
 
 def run(sandbox, tests: str, limits: SandboxLimits = LIMITS):
-    return sandbox.run(PROGRAM, textwrap.dedent(tests) + PID + "assert inc(1) == 2\n", split=True, limits=limits)
+    return sandbox.run(
+        PROGRAM, textwrap.dedent(tests) + PID + "assert inc(1) == 2\n", split=True, limits=limits
+    )
 
 
 def trusted_pid(result) -> int:
