@@ -20,6 +20,10 @@ a module constant; C++: every macro the program defines is undefined before the 
 failed assertion calls a function of ours; Rust: `::std`'s macros by path; Go: testify's import
 kept unless the program declares it). A program written against this protocol can still read the
 token itself: these programs share their process with their tests (docs/sandbox.md).
+
+That code of ours is in `eval/runners/` as source files (each checked by its language's own
+compiler in `tests/eval/test_runner_sources.py`): whole files for the run steps, and the fragments
+put before or after the program's and the tests' text.
 """
 
 from __future__ import annotations
@@ -28,121 +32,37 @@ import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from core.errors import ConfigError
 from eval.toolchains import go, rust
+
+RUNNERS = Path(__file__).with_name("runners")  # the code of ours each language's run adds, as source files
+
+
+def _runner(name: str) -> str:
+    return (RUNNERS / name).read_text()
+
 
 # HumanEvalPack's JavaScript tests use console.assert, which only prints on failure; and one
 # solution (JavaScript/162) requires the npm package js-md5, served here by node's own crypto.
 # The tests call `__editforge_assert` instead: a constant of the module scope, which a program can
 # neither assign nor redeclare (a SyntaxError), unlike the console object and its methods.
-JS_PRELUDE = (
-    "const __editforge_assert = (ok, ...msg) => { if (!ok) { throw new Error('Assertion failed ' + msg.join(' ')); } };\n"
-    "console.assert = __editforge_assert;\n"
-    "{ const M = require('module'); const load = M._load;\n"
-    "  M._load = function (name, ...rest) {\n"
-    "    if (name === 'js-md5') { return (s) => require('crypto').createHash('md5').update(s).digest('hex'); }\n"
-    "    return load.call(this, name, ...rest); }; }\n"
-)
-# The JavaScript run step: main.js is read and deleted before it is compiled, so the program cannot
-# read its tests back from the file and run an edited copy whose end writes the token.
-JS_RUNNER = """const fs = require('fs');
-const path = require('path');
-const Module = require('module');
-const file = path.resolve('main.js');
-const source = fs.readFileSync(file, 'utf8');
-fs.unlinkSync(file);
-fs.unlinkSync(__filename);
-const main = new Module(file, null);
-main.filename = file;
-main.paths = Module._nodeModulePaths(path.dirname(file));
-process.mainModule = main;
-main._compile(source, file);
-"""
-JS_TOKEN = "\n;{ try { const fs = require('fs'); fs.writeSync(4, fs.readFileSync(3)); } catch (e) {} }\n"
+JS_PRELUDE = _runner("prelude.js")
+JS_RUNNER = _runner("editforge_run.js")  # reads and deletes main.js, then compiles it
+JS_TOKEN = _runner("token_epilogue.js")  # after the tests: the run token from descriptor 3 to 4
 # Before the tests: what a program may have defined to change them, the token's function, and the
 # tests' assertion failures sent to a function of ours (glibc's `assert` calls `__assert_fail`,
 # which a program could define anew). Both functions are declared only: their definitions are a
-# file of their own, which the program cannot redefine (a second definition does not link) and
-# whose headers cannot change how the tests' calls resolve (a header here would let `strlen("")`
-# pick the C library's over the program's).
-CPP_BEFORE_TESTS = (
-    "#undef main\n#undef __assert_fail\n#undef editforge_token\n#undef editforge_assert_fail\n"
-    "void editforge_token();\n"
-    'extern "C" void editforge_assert_fail(const char *, const char *, unsigned int, const char *) noexcept\n'
-    "    __attribute__((__noreturn__));\n"
-    "#define __assert_fail editforge_assert_fail\n"
-)
+# file of their own (editforge_token.cpp), which the program cannot redefine (a second definition
+# does not link) and whose headers cannot change how the tests' calls resolve (a header here would
+# let `strlen("")` pick the C library's over the program's).
+CPP_BEFORE_TESTS = _runner("before_tests.hpp")
 CPP_TOKEN = "    editforge_token();\n"
-CPP_TOKEN_SOURCE = """#include <unistd.h>
-
-#include <cstdio>
-
-void editforge_token() {
-    char token[64];
-    ssize_t n = read(3, token, sizeof token);
-    if (n > 0 && write(4, token, (size_t)n) != n) {
-        _exit(1);
-    }
-}
-
-extern "C" [[noreturn]] void editforge_assert_fail(const char *expression, const char *file, unsigned int line,
-                                                  const char *function) noexcept {
-    std::fprintf(stderr, "%s:%u: %s: Assertion `%s' failed.\\n", file, line, function, expression);
-    std::fflush(stderr);
-    _exit(134);
-    __builtin_trap();  // only if a program's own _exit returned
-}
-"""
-JAVA_RUNNER = (
-    "public class EditforgeRun {\n"
-    "    public static void main(String[] args) throws Throwable {\n"
-    "        Main.main(args);\n"
-    '        try (java.io.FileInputStream key = new java.io.FileInputStream("/dev/fd/3");\n'
-    '             java.io.FileOutputStream report = new java.io.FileOutputStream("/dev/fd/4")) {\n'
-    "            byte[] token = new byte[64];\n"
-    "            int n = key.read(token);\n"
-    "            if (n > 0) {\n"
-    "                report.write(token, 0, n);\n"
-    "            }\n"
-    "        } catch (java.io.IOException e) {\n"
-    "        }\n"
-    "    }\n"
-    "}\n"
-)
-# Go's TestMain, in a file of its own: the test flags back at their defaults first (a program's
-# init could have pushed `-test.run=^$` into os.Args, or set a count of 0, so that no test runs
-# and m.Run returns 0), then the token once m.Run returned 0.
-GO_RUNNER = """package main
-
-import (
-\teditforge_flag "flag"
-\teditforge_os "os"
-\teditforge_strings "strings"
-\teditforge_testing "testing"
-)
-
-func TestMain(m *editforge_testing.M) {
-\teditforge_os.Args = editforge_os.Args[:1]
-\teditforge_flag.VisitAll(func(f *editforge_flag.Flag) {
-\t\tif editforge_strings.HasPrefix(f.Name, "test.") {
-\t\t\t_ = f.Value.Set(f.DefValue)
-\t\t}
-\t})
-\tif m.Run() != 0 {
-\t\teditforge_os.Exit(1)
-\t}
-\tif token, err := editforge_os.ReadFile("/dev/fd/3"); err == nil {
-\t\t_ = editforge_os.WriteFile("/dev/fd/4", token, 0)
-\t}
-\teditforge_os.Exit(0)
-}
-"""
-RUST_TOKEN = (
-    '        if let Ok(editforge_token) = ::std::fs::read("/dev/fd/3") {\n'
-    '            let _ = ::std::fs::write("/dev/fd/4", editforge_token);\n'
-    "        }\n"
-)
+CPP_TOKEN_SOURCE = _runner("editforge_token.cpp")
+JAVA_RUNNER = _runner("EditforgeRun.java")
+GO_RUNNER = _runner("editforge_main_test.go")
+RUST_TOKEN = _runner("token.rs")  # the end of the test function's body
 RUST_ASSERTS = re.compile(r"(?<![\w:])((?:debug_)?assert(?:_eq|_ne)?|panic|unreachable)!")
 NO_TOKEN = "3<&- 4>&-"  # a compile step never sees the token's descriptors
 
