@@ -27,9 +27,12 @@ from core.benchmarks.options import BenchmarkOptions
 from core.errors import ConfigError
 from core.knowledge import CELL_PRESETS, cell_parts, render_knowledge
 from core.problems import BenchmarkError, Problem, check_unique, read_records
+from core.sandbox import recording
 from core.sandbox.reports import last_report
 
-SPY_SOURCE = (Path(__file__).resolve().parent / "novelapi_spy.py").read_text()
+SPY_SOURCE = (
+    Path(recording.__file__).read_text() + (Path(__file__).resolve().parent / "novelapi_spy.py").read_text()
+)
 TASK_FIELDS = ("id", "qualname", "library", "description", "context", "reference", "tests", "paths")
 RETRIEVALS = ("oracle", "bm25", "dense")
 BUNDLES = ("full", "stripped", "masked")

@@ -1,8 +1,9 @@
 """The novel-API spy; runs INSIDE the sandbox, under the library version's interpreter.
 
 Standard library only: `core/benchmarks/novelapi.py` embeds this file's source in every task
-program, followed by one call of `novelapi_main(paths, candidate)`; the tests go to the sandbox
-apart and run after it, in the same namespace as the candidate.
+program, after `core/sandbox/recording.py`'s (whose `_short`, `_failure` and `_take_channel`
+are then globals here) and followed by one call of `novelapi_main(paths, candidate)`; the tests
+go to the sandbox apart and run after it, in the same namespace as the candidate.
 
 Before the candidate runs, every public path of the target API (`pkg.mod.func`, its
 re-export `pkg.func`, `pkg.mod.Class.method`, a class's constructor) is replaced by one
@@ -30,15 +31,6 @@ import json
 import sys
 
 MAX_CALLS = 50
-MAX_REPR = 200
-
-
-def _short(value):
-    try:
-        text = repr(value)
-    except Exception as exc:  # a repr that raises is still a call
-        text = f"<unrepresentable {type(value).__name__}: {type(exc).__name__}>"
-    return text if len(text) <= MAX_REPR else text[: MAX_REPR - 3] + "..."
 
 
 def _owner(path):
@@ -127,7 +119,7 @@ def _recorder(function, calls, state, drop_first):
         if caller != "<candidate>" or not state["testing"] or len(calls) >= MAX_CALLS:
             return function(*args, **kwargs)
         shown = args[1:] if drop_first else args
-        record = {"args": [_short(a) for a in shown], "kwargs": {k: _short(v) for k, v in kwargs.items()}}
+        record = {"args": [_short(a) for a in shown], "kwargs": {k: _short(v) for k, v in kwargs.items()}}  # noqa: F821
         calls.append(record)
         try:
             if signature is not None:
@@ -147,17 +139,6 @@ def _recorder(function, calls, state, drop_first):
         with contextlib.suppress(AttributeError, TypeError):
             setattr(spy, attr, getattr(function, attr))
     return spy  # no __wrapped__: it would hand the real function out
-
-
-def _failure(exc, phase):
-    tb, where = exc.__traceback__, ""
-    while tb is not None:
-        try:
-            where = tb.tb_frame.f_code.co_filename
-        except PermissionError:  # the sandbox guards only the tests' code
-            where = "<tests>"
-        tb = tb.tb_next
-    return {"type": type(exc).__name__, "message": str(exc)[:300], "phase": phase, "where": where}
 
 
 def novelapi_main(
@@ -184,8 +165,7 @@ def novelapi_main(
     never calls: the tests alone decide the first run, and with `absent` the class itself is
     replaced by a bare one of the same name (`stand_in`), so a sample that needs it fails there.
     """
-    send = _builtins.__dict__.pop("__editforge_report__")  # the sandbox's channel: run with channel=True
-    register = _builtins.__dict__.pop("__editforge_tests__")  # the sandbox's tests, run after this
+    send, register = _take_channel(_builtins)  # noqa: F821 - the report channel; the tests, run after this
     calls = []
     # calls count once the tests run; a pass needs one that returned; `absent`: every call raises
     typed = use == "type"
@@ -197,7 +177,7 @@ def novelapi_main(
         error = exc
         if exc is None and not absent and not typed and not state["returned"]:
             error = AssertionError("the target API was never called")
-        report["error"] = None if error is None else _failure(error, "tests" if exc is not None else "spy")
+        report["error"] = None if error is None else _failure(error, "tests" if exc is not None else "spy")  # noqa: F821
         send("spy " + _dumps(report))
         if error is not exc:
             raise error
@@ -207,7 +187,7 @@ def novelapi_main(
     try:
         _exec(_compile(candidate, "<candidate>", "exec", dont_inherit=True), namespace)
     except BaseException as exc:
-        report["error"] = _failure(exc, "candidate")
+        report["error"] = _failure(exc, "candidate")  # noqa: F821
         send("spy " + _dumps(report))
         raise
     state["testing"] = True

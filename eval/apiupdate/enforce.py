@@ -25,13 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from core.benchmarks.apiupdate import Modification
-from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
+from core.sandbox import ExecutionResult, Sandbox, SandboxLimits, recording
 from core.sandbox.declared import unverified_flags
 from core.sandbox.reports import last_report
 from core.signatures import Signature
 from eval.apiupdate.apis import api_calls, references, roots_of
 
-RUNTIME_SOURCE = (Path(__file__).resolve().parent / "runtime.py").read_text()
+RUNTIME_SOURCE = (
+    Path(recording.__file__).read_text() + (Path(__file__).resolve().parent / "runtime.py").read_text()
+)
 CANDIDATE_FILE = "<candidate>"  # the runtime compiles the sample under this name
 # The outcome taxonomy, in the study's groups; `classify` assigns exactly one per sample.
 OUTCOMES = {

@@ -1,8 +1,10 @@
 """The enforcing environment of the API-update benchmark; runs INSIDE the sandbox.
 
 Standard library only: `eval/apiupdate/enforce.py` embeds this file's source in every program
-it sends to the sandbox, followed by one call of `apiupdate_main(spec, candidate)`; the tests
-go to the sandbox apart and run after it, in the namespace this program prepares.
+it sends to the sandbox, after `core/sandbox/recording.py`'s (whose `_failure` and
+`_take_channel` are then globals here) and followed by one call of `apiupdate_main(spec,
+candidate)`; the tests go to the sandbox apart and run after it, in the namespace this program
+prepares.
 
 The candidate runs against a patched copy of the builtins (a dict) and module proxies (copies
 of the real modules' namespaces), handed to it through its own `__builtins__` and an import
@@ -399,25 +401,6 @@ def _fits(roles, args):
     return all(ROLES[role](arg) for role, arg in zip(roles, args, strict=False))
 
 
-def _failure(exc, phase):
-    tb = exc.__traceback__
-    where = ""
-    while tb is not None:
-        try:
-            where = tb.tb_frame.f_code.co_filename
-        except PermissionError:  # the sandbox guards only the tests' code
-            where = "<tests>"
-        tb = tb.tb_next
-    name = getattr(exc, "name", None)
-    return {
-        "type": type(exc).__name__,
-        "message": str(exc)[:300] if not isinstance(exc, RecursionError) else "maximum recursion depth",
-        "phase": phase,
-        "where": where,
-        "name": name if isinstance(name, str) else None,
-    }
-
-
 def apiupdate_main(spec, candidate, _exec=exec, _compile=compile, _builtins=builtins, _dumps=json.dumps):
     """Run `candidate` in the modified environment, and prepare the namespace in which the sandbox
     then runs the tests, with the real builtins (the tests never pass through this program).
@@ -426,20 +409,19 @@ def apiupdate_main(spec, candidate, _exec=exec, _compile=compile, _builtins=buil
     arguments), so a candidate that replaces `exec` or `compile` in `__main__` or in the real
     builtins changes nothing of it.
     """
-    send = _builtins.__dict__.pop("__editforge_report__")  # the sandbox's channel: run with channel=True
-    register = _builtins.__dict__.pop("__editforge_tests__")  # the sandbox's tests, run after this
+    send, register = _take_channel(_builtins)  # noqa: F821 - the report channel; the tests, run after this
     env = Environment(spec)
     namespace = {"__builtins__": env.builtins, "__name__": "__main__"}
     report = {"counts": env.counts, "error": None}
 
     def after(exc):
-        report["error"] = None if exc is None else _failure(exc, "tests")
+        report["error"] = None if exc is None else _failure(exc, "tests")  # noqa: F821
         send("apiupdate " + _dumps(report))
 
     try:
         _exec(_compile(candidate, "<candidate>", "exec", dont_inherit=True), namespace)
     except BaseException as exc:
-        report["error"] = _failure(exc, "candidate")
+        report["error"] = _failure(exc, "candidate")  # noqa: F821
         send("apiupdate " + _dumps(report))
         raise
     env.testing = True  # new-API calls count from here: a call at import time is no adoption
