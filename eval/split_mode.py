@@ -197,7 +197,8 @@ def _unverified(sandbox: Sandbox, problems: Sequence[Problem]) -> list[bool]:
 def _salt(sandbox: Sandbox, limits: SandboxLimits) -> str:
     """What else a decision depends on: the protocol's code, the interpreter, the time limit."""
     sources = "".join(
-        (SANDBOX / name).read_text() for name in ("plain.py", "split_trusted.py", "split_candidate.py")
+        (SANDBOX / name).read_text()
+        for name in ("plain.py", "split_trusted.py", "split_candidate.py", "trusted_server.py")
     )
     python = getattr(sandbox, "python", None) or sys.executable
     return f"{sources}\0{python}\0{limits.timeout_s}\0{limits.memory_mb}"

@@ -1,7 +1,7 @@
 """Which problems run in the declared unverified mode: those whose own trusted code (reference
 solution, prelude, tests, the library under test) imports a module with raw memory access.
 
-Strict mode refuses such imports (harness.RAW_MEMORY_MODULES), because a program that can read
+Strict mode refuses such imports (code_guard.RAW_MEMORY_MODULES), because a program that can read
 memory can read the pass nonce. A problem that genuinely needs numpy (CanItEdit has several) is
 declared unverified by its benchmark's own text, never by the candidate's: the candidate's
 imports are never scanned, so importing numpy cannot buy a program the weaker mode. Whether a
@@ -16,10 +16,10 @@ import re
 import sys
 from collections.abc import Iterable, Sequence
 
-from core.sandbox.harness import RAW_MEMORY_MODULES
+from core.sandbox.code_guard import RAW_MEMORY_MODULES
 from core.sandbox.sandbox import Sandbox
 
-# The refusal the harness raises for such an import (see harness._install_guard), found anywhere in
+# The refusal the harness raises for such an import (see code_guard.install_guard), found anywhere in
 # the error or its traceback: a library may catch it and raise its own (pandas: "Unable to import
 # required dependency numpy", with the refusal as its cause).
 _REFUSAL = re.compile(r"importing \S+ is not allowed in strict mode")

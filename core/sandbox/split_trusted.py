@@ -73,7 +73,17 @@ NOISY_MODULES = frozenset(
     {"antigravity", "this", "__hello__", "__phello__", "turtle", "tkinter", "idlelib", "webbrowser"}
 )
 SANDBOX_MODULES = frozenset(
-    {"plain", "split_trusted", "split_candidate", "zygote", "harness", "confine", "seccomp", "trusted_server"}
+    {
+        "plain",
+        "split_trusted",
+        "split_candidate",
+        "zygote",
+        "harness",
+        "confine",
+        "seccomp",
+        "trusted_server",
+        "code_guard",
+    }
 )
 
 
