@@ -180,32 +180,55 @@ def inc(x):
     return x + 1
 """
 
-SIGNAL_EVERY_PROCESS = """
-import os, signal
+SIGNAL_VARIANTS = {
+    "kill_every_pid": "for pid in range(1, 400):\n    if pid != os.getpid():\n        for sig in (signal.SIGSTOP, signal.SIGKILL):\n            try:\n                os.kill(pid, sig)\n            except OSError:\n                continue\n",
+    "killpg_every_group": "for pgid in range(1, 400):\n    if pgid != os.getpgid(0):\n        try:\n            os.killpg(pgid, signal.SIGKILL)\n        except OSError:\n            continue\n",
+    "pidfd_send_signal": "for pid in range(1, 400):\n    if pid != os.getpid():\n        try:\n            fd = os.pidfd_open(pid)\n            signal.pidfd_send_signal(fd, signal.SIGKILL)\n        except OSError:\n            continue\n",
+}
+BORROW_ITS_DESCRIPTORS = """
+import os, socket
 def inc(x):
-    refused = 0
-    for pid in range(1, 400):
-        if pid != os.getpid():
-            for sig in (signal.SIGSTOP, signal.SIGKILL):
-                try:
-                    os.kill(pid, sig)
-                except OSError:
-                    refused += 1
-    return x + 2  # wrong
+    borrowed = 0
+    for pid in range(1, 200):
+        if pid == os.getpid():
+            continue
+        for target in range(0, 16):
+            try:
+                pidfd = os.pidfd_open(pid)
+                fd = os.pidfd_getfd(pidfd, target) if hasattr(os, "pidfd_getfd") else -1
+            except (OSError, AttributeError):
+                continue
+            if fd >= 0:
+                borrowed += 1
+    print("reads", borrowed, "found", borrowed)  # any descriptor of another process is a find
+    return x + 1
 """
+READ_VARIANTS = {
+    "proc_files_and_vm_readv": READ_THE_TRUSTED_PROCESS,
+    "proc_fd_folder": READ_THE_TRUSTED_PROCESS.replace(
+        '(f"/proc/{pid}/mem", f"/proc/{pid}/environ", f"/proc/{pid}/cmdline")',
+        '[f"/proc/{pid}/fd/{n}" for n in range(16)] + [f"/proc/{pid}/map_files"]',
+    ),
+    "descriptors_borrowed": BORROW_ITS_DESCRIPTORS,
+}
 
 
-def test_a_later_program_cannot_read_earlier_tests_out_of_the_trusted_process(sandbox):
+@pytest.mark.parametrize("scan", list(READ_VARIANTS.values()), ids=list(READ_VARIANTS))
+def test_a_later_program_cannot_read_earlier_tests_out_of_the_trusted_process(sandbox, scan):
     hidden = run(sandbox, "HIDDEN = 'hidden-marker' * 3\nassert HIDDEN\n")
-    scan = sandbox.run(READ_THE_TRUSTED_PROCESS, PID + "assert inc(1) == 2\n", split=True)
-    assert hidden.passed and scan.passed, (hidden, scan)
-    assert trusted_pid(hidden) == trusted_pid(scan)  # the same process holds the earlier tests
-    assert re.search(r"reads \d+ found 0", scan.stdout), scan.stdout
+    result = sandbox.run(scan, PID + "assert inc(1) == 2\n", split=True)
+    assert hidden.passed and result.passed, (hidden, result)
+    assert trusted_pid(hidden) == trusted_pid(result)  # the same process holds the earlier tests
+    assert re.search(r"reads \d+ found 0\b", result.stdout), result.stdout
 
 
-def test_a_program_that_signals_every_process_gains_nothing(sandbox):
+@pytest.mark.parametrize("signals", list(SIGNAL_VARIANTS.values()), ids=list(SIGNAL_VARIANTS))
+def test_a_program_that_signals_every_process_gains_nothing(sandbox, signals):
+    program = (
+        "import os, signal\ndef inc(x):\n" + textwrap.indent(signals, "    ") + "    return x + 2  # wrong\n"
+    )
     before = run(sandbox, "")
-    wrong = sandbox.run(SIGNAL_EVERY_PROCESS, "assert inc(1) == 2\n", split=True)
+    wrong = sandbox.run(program, "assert inc(1) == 2\n", split=True)
     after = run(sandbox, "")
     assert not wrong.passed and wrong.status in ("failed", "timeout"), wrong
     assert before.passed and after.passed, (before, after)
