@@ -46,7 +46,7 @@ from coverage.results import display_covered, format_lines
 from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
 
 START_TESTS = "### START TESTS ###\n"  # where CanItEdit cuts program_no_test
-# CanItEdit's benchmark/.coveragerc; the sandbox applies the same exclusion (harness.COVERAGE_EXCLUDE).
+# CanItEdit's benchmark/.coveragerc; the sandbox applies the same exclusion (coverage_run.COVERAGE_EXCLUDE).
 COVERAGERC = "[report]\nexclude_also =\n    @(abc\\.)?abstractmethod\n"
 
 

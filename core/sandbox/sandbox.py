@@ -89,7 +89,7 @@ class ForkServerSandbox:
     while reading), stray processes (killed at the end of every run, even after setsid()),
     stdin reads (EOF), exit-code and printed-marker tricks, the interpreter's introspection
     routes to the nonce or around the tests (gc object lists, tracing hooks, /proc descriptors
-    and memory; see harness.py), leaked host environment variables, and a forged reply from
+    and memory; see harness.py and run_process.py), leaked host environment variables, and a forged reply from
     the server (host and server talk over a socket pair, which /proc cannot reopen). bwrap adds: no
     host file writes, only the system folders readable (no /root, /home, /etc/shadow), a
     read-only /dev, no network, processes invisible to the host, an unkillable server, SysV

@@ -83,6 +83,14 @@ SANDBOX_MODULES = frozenset(
         "seccomp",
         "trusted_server",
         "code_guard",
+        "host_protocol",
+        "run_process",
+        "python_runner",
+        "coverage_run",
+        "report_channel",
+        "scratch_folders",
+        "split_runs",
+        "supervision",
     }
 )
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from core.sandbox.cgroup import Cgroup
-from core.sandbox.harness import read_message, write_message
+from core.sandbox.host_protocol import read_message, write_message
 from core.sandbox.limits import SandboxLimits
 from core.sandbox.result import MODES, PASSING, STATUSES, ExecutionResult
 
