@@ -103,9 +103,15 @@ def run_programs(
     ):
         results[i] = result
 
+    split = sandbox.split_commands()  # JavaScript's tests apart from the program, where Landlock allows
+
     def run_command(problem: Problem, code: str) -> ExecutionResult:
-        job = command_job(problem.language, code, problem.tests)
+        job = command_job(problem.language, code, problem.tests, problem.helpers, split)
         overrides = {k: v for k, v in (("memory_mb", job.memory_mb), ("timeout_s", job.timeout_s)) if v}
+        if job.trusted_argv is not None:
+            return sandbox.run_split_command(
+                job.argv, job.files, job.trusted_argv, job.trusted_input, limits=replace(limits, **overrides)
+            )
         return sandbox.run_command(
             job.argv, job.files, limits=replace(limits, **overrides), run_token=job.run_token
         )

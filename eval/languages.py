@@ -28,6 +28,7 @@ put before or after the program's and the tests' text.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from collections.abc import Sequence
@@ -51,6 +52,19 @@ def _runner(name: str) -> str:
 JS_PRELUDE = _runner("prelude.js")
 JS_RUNNER = _runner("editforge_run.js")  # reads and deletes main.js, then compiles it
 JS_TOKEN = _runner("token_epilogue.js")  # after the tests: the run token from descriptor 3 to 4
+# JavaScript split runs (docs/sandbox.md): the tests in a node process of their own that runs no line
+# of the program (split_trusted.js), the program in another (split_candidate.js), plain data between
+# them (split_channel.js, which both sides start with). The trusted side's code and the tests reach it
+# on its stdin, never on a disk the program sees.
+JS_CHANNEL = _runner("split_channel.js")
+JS_TRUSTED = _runner("split_trusted.js")
+JS_CANDIDATE = _runner("split_candidate.js")
+JS_TRUSTED_ARGV = [
+    "node",
+    "-e",
+    "const fs = require('fs'); const payload = JSON.parse(fs.readFileSync(0, 'utf8'));"
+    " new Function('payload', 'require', payload.runner)(payload, require);",
+]
 # Before the tests: what a program may have defined to change them, the token's function, and the
 # tests' assertion failures sent to a function of ours (glibc's `assert` calls `__assert_fail`,
 # which a program could define anew). Both functions are declared only: their definitions are a
@@ -78,11 +92,21 @@ class CommandJob:
     memory_mb: int | None = None  # a JVM reserves far more address space than it uses
     timeout_s: float | None = None  # replaces sandbox.timeout_s for this job (compile + run)
     run_token: bool = True  # the tests write the run token back once they all passed
+    trusted_argv: list[str] | None = None  # a split run: the tests' own command (Sandbox.run_split_command)
+    trusted_input: str = ""  # its stdin
 
 
-def command_job(language: str, program: str, tests: str) -> CommandJob:
+def command_job(
+    language: str, program: str, tests: str, helpers: str = "", split: bool = False
+) -> CommandJob:
     """The command line and files that run ``program`` with ``tests`` (the token epilogue included;
-    it does nothing where descriptors 3 and 4 are not open)."""
+    it does nothing where descriptors 3 and 4 are not open). ``split``: JavaScript's tests in a
+    process of their own (``helpers``: benchmark text they call, bound on their side)."""
+    if language == "js" and split:
+        payload = json.dumps({"runner": JS_CHANNEL + JS_TRUSTED, "tests": tests, "helpers": helpers})
+        files = {"main.js": program, "editforge_candidate.js": JS_CHANNEL + JS_CANDIDATE}
+        argv = ["node", "editforge_candidate.js"]
+        return CommandJob(argv, files, run_token=False, trusted_argv=JS_TRUSTED_ARGV, trusted_input=payload)
     if language == "js":
         source = program + "\n" + tests.replace("console.assert(", "__editforge_assert(") + JS_TOKEN
         return CommandJob(

@@ -13,6 +13,10 @@ tests = test + ``check(entry_point)``):
   runs every contender once over the 164 programs; medians and (min-max) spread. Some releases
   ship with the ``exec`` line commented out; then this script loads a copy of the module's
   source with that one line re-enabled;
+- HumanEvalFix JavaScript's 164 reference programs (where node is installed), **split** (the tests in
+  a node process of their own, the program in another: what the evaluation uses) against the run
+  token's way (program and tests in one node process, as before the split), interleaved, on the
+  same sandbox and thread pool as `eval.execute` runs them; medians and (min-max) spread;
 - the floor of starting a bare ``python -c pass`` subprocess, sequentially and in parallel;
 - end to end, interleaved and repeated (``--e2e-reps``): the command users run,
   ``python -m eval.run benchmark=humanevalfix model=reference gen.n=1`` (interpreter and Hydra
@@ -199,6 +203,42 @@ def bench_end_to_end(data_dir: Path, problems: list[dict], reps: int, workers: i
     return times
 
 
+def bench_javascript(repeat: int, workers: int) -> dict | None:
+    """JavaScript executions/s, split and in one process, interleaved; None where node is missing."""
+    from dataclasses import replace
+
+    from core.benchmarks import load_benchmark
+    from core.sandbox import SandboxLimits
+    from eval.languages import command_job, unavailable
+
+    if unavailable("js"):
+        return None
+    problems = load_benchmark("humanevalfix", None, languages=["js"]).problems
+    limits = SandboxLimits(timeout_s=10)
+    out = {mode: {"rates": [], "passed": len(problems)} for mode in ("split", "one process")}
+    with make_sandbox(workers=workers, limits=limits) as sandbox:
+        if not sandbox.split_commands():
+            return None
+
+        def run(problem, split: bool):
+            job = command_job("js", problem.program(problem.after), problem.tests, problem.helpers, split)
+            if split:
+                return sandbox.run_split_command(job.argv, job.files, job.trusted_argv, job.trusted_input)
+            return sandbox.run_command(job.argv, job.files, limits=replace(limits), run_token=True)
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(lambda p: run(p, True), problems[: 2 * workers]))  # servers warm
+            for _ in range(repeat):
+                for mode in out:
+                    t0 = time.perf_counter()
+                    results = list(pool.map(lambda p, split=mode == "split": run(p, split), problems))
+                    out[mode]["rates"].append(len(results) / (time.perf_counter() - t0))
+                    out[mode]["passed"] = min(out[mode]["passed"], sum(r.passed for r in results))
+    for row in out.values():
+        row["exec_per_s"] = statistics.median(row["rates"])
+    return out
+
+
 def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} s ({min(values):.2f}-{max(values):.2f})"
 
@@ -237,6 +277,7 @@ def main() -> None:
     throughput = bench_throughput(backends, problems, args.repeat, args.workers)
     ours = {name: throughput[name] for name, _, _ in contenders(backends)}
     humaneval = throughput["humaneval"]
+    javascript = bench_javascript(args.repeat, args.workers)
     floor_seq, floor_par = bench_python_floor(args.floor_runs, args.workers)
     e2e = bench_end_to_end(args.data, problems, args.e2e_reps, args.workers)
     n = len(problems)
@@ -278,6 +319,18 @@ def main() -> None:
             f"{humaneval['passed']}/{len(jobs)}",
             "",
         )
+    if javascript is not None:
+        split, one = javascript["split"], javascript["one process"]
+        js_ratios = [a / b for a, b in zip(split["rates"], one["rates"], strict=True)]
+        table.add_row(
+            f"JavaScript split: executions/s (vs tests in the program's process), median (min-max) of {args.repeat}",
+            f"{split['exec_per_s']:.0f} ({min(split['rates']):.0f}-{max(split['rates']):.0f})",
+            f"{one['exec_per_s']:.0f} ({min(one['rates']):.0f}-{max(one['rates']):.0f})",
+            f"{statistics.median(js_ratios):.2f}x ({min(js_ratios):.2f}-{max(js_ratios):.2f})",
+        )
+        table.add_row(
+            "JavaScript reference programs passed", f"{split['passed']}/164", f"{one['passed']}/164", ""
+        )
     table.add_row(
         "bare `python -c pass`: sequential / parallel per s", "", f"{floor_seq:.0f} / {floor_par:.0f}", ""
     )
@@ -317,6 +370,11 @@ def main() -> None:
         "e2e_excess_ratio": f"{e2e_rate['ours_excess'] / e2e_rate['humaneval']:.2f}",
         "e2e_plain_ratio": f"{e2e_rate['ours_plain'] / e2e_rate['humaneval']:.2f}",
     }
+    if javascript is not None:
+        fields["js_split_exec_per_s"] = f"{javascript['split']['exec_per_s']:.1f}"
+        fields["js_one_process_exec_per_s"] = f"{javascript['one process']['exec_per_s']:.1f}"
+        fields["js_split_ratio"] = f"{statistics.median(js_ratios):.2f}"
+        fields["js_passed"] = javascript["split"]["passed"]
     print("RESULT " + " ".join(f"{k}={v}" for k, v in fields.items()))
     if any(r["passed"] != len(jobs) for r in ours.values()):
         sys.exit("not every reference program passed under our sandbox")

@@ -269,6 +269,20 @@ def test_helpers(record: dict[str, Any]) -> str:
     return "\n\n".join(ast.unparse(node) for node in keep) + "\n"
 
 
+def js_test_helpers(record: dict[str, Any]) -> str:
+    """The text of a JavaScript problem's declaration before its entry point, where the tests call a
+    function declared there (``poly``, ``encodeCyclic``, ``encodeShift``): a split run binds those
+    names from this text on the tests' side, so a program cannot redefine what checks it."""
+    declaration, entry = record["declaration"], re.escape(record["entry_point"])
+    found = list(re.finditer(rf"^(?:const|let|var|function)\s+{entry}\b", declaration, re.M))
+    if len(found) != 1:
+        return ""
+    before = declaration[: found[0].start()]
+    names = re.findall(r"^(?:const|let|var|function)\s+([A-Za-z_$][\w$]*)", before, re.M)
+    used = any(re.search(rf"(?<![\w$.]){re.escape(name)}(?![\w$])", record["test"]) for name in names)
+    return before if used else ""
+
+
 def problem_from_humanevalpack(
     record: dict[str, Any], language: str, where: str, variant: str = "fixtests", helper: str = "strict"
 ) -> Problem:
@@ -302,7 +316,11 @@ def problem_from_humanevalpack(
         payload=payload,
         shown_tests=record["test"] if variant == "fixtests" else "",
         prelude=import_helper(language, helper),
-        helpers=test_helpers(record) if language == "python" else "",
+        helpers=test_helpers(record)
+        if language == "python"
+        else js_test_helpers(record)
+        if language == "js"
+        else "",
     )
 
 

@@ -190,7 +190,7 @@ class Server(SplitRuns, Supervision):
 
     def execute(self, job: dict) -> dict:
         if job.get("split"):
-            return self._execute_split(job)
+            return self._execute_split(job) if job["kind"] == "python" else self._execute_split_command(job)
         limits = job["limits"]
         stdin_fd = self.folders.stdin(job.pop("stdin", None))  # the zygote gets none of the run's texts
         texts = {}

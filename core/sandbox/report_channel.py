@@ -138,8 +138,9 @@ def records(channel: bytes, token: bytes) -> str:
 
 
 def token_descriptors(key_fd: int, report_fd: int) -> None:
-    """The run token's pipes at the descriptors a command's tests use: read it from 3, write it to 4
-    (inherited across exec; moved high first, since either may sit at 3 or 4 now)."""
+    """Two pipes at the descriptors a command uses: ``key_fd`` at 3, ``report_fd`` at 4 (the run
+    token's, which the tests read from 3 and write back to 4; a split command's channel, from and to
+    the trusted side), inherited across exec; moved high first, since either may sit at 3 or 4 now."""
     key, report = (
         fcntl.fcntl(key_fd, fcntl.F_DUPFD_CLOEXEC, 10),
         fcntl.fcntl(report_fd, fcntl.F_DUPFD_CLOEXEC, 10),

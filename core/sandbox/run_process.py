@@ -48,7 +48,7 @@ def become_run(server, job: dict, fds: dict[str, int]) -> NoReturn:
         if "payload" in fds:  # the run's own texts, read by this process alone
             job.update(read_payload(fds.pop("payload")))
         ruleset = fds.get("ruleset")
-        if job["kind"] == "candidate":
+        if job["kind"] == "candidate" or job.get("split"):  # split runs: the trusted side's pipes only
             keep = {fds["read"], fds["write"], ruleset} - {None}
         else:
             report_fd, key_fd, data_fd = fds["report"], fds["key"], fds["data"]
@@ -58,8 +58,10 @@ def become_run(server, job: dict, fds: dict[str, int]) -> NoReturn:
         set_rlimits(job["limits"], server.nproc_base, server.base_vm)
         os.chdir(server.folders.work_dir)
         server.confine.drop_capabilities()  # no borrowing the server's descriptors, no ptrace, no mounts
-        if job["kind"] in ("python", "candidate") and ruleset is not None:
-            server.confine.restrict(ruleset)  # python runs: no /proc/self/mem, only the allowed folders
+        if (job["kind"] in ("python", "candidate") or job.get("split")) and ruleset is not None:
+            # no /proc/self/mem, only the allowed folders; a split candidate cannot ptrace, read the
+            # memory or borrow the descriptors of the trusted process, which is outside its domain
+            server.confine.restrict(ruleset)
             os.close(ruleset)
         main_path = os.path.join(server.folders.work_dir, "main.py")
         if job["kind"] == "candidate":
@@ -77,7 +79,9 @@ def become_run(server, job: dict, fds: dict[str, int]) -> NoReturn:
                 builtins.__editforge_report__ = channel_writer(channel_fd, job["channel_token"].encode())
             guard_forks = server.native.guard_forks
             run_python(job, main_path, collector, key_fd, report_fd, data_fd, writable, guard_forks)
-        if job.get("run_token"):
+        if job.get("split"):  # a split command's candidate: the channel at 3 (in) and 4 (out)
+            token_descriptors(fds["read"], fds["write"])
+        elif job.get("run_token"):
             token_descriptors(key_fd, report_fd)
         exec_command(job["argv"])
     except BaseException as exc:  # the harness failed in the child: never return to the zygote's loop
@@ -116,8 +120,10 @@ def set_rlimits(limits: dict, nproc_base: int, base_vm: int) -> None:
 
 
 def close_fds_except(keep: set[int]) -> None:
+    """Close every descriptor from 3 up but ``keep`` (never ``closerange(low, high)`` with high < low:
+    CPython's close_range then closes everything from ``low``)."""
     low = 3
-    for fd in sorted(keep):
+    for fd in sorted(fd for fd in keep if fd >= 3):
         os.closerange(low, fd)
         low = fd + 1
     os.closerange(low, os.sysconf("SC_OPEN_MAX"))

@@ -69,6 +69,19 @@ class Sandbox(Protocol):
         run_token: bool = False,
     ) -> ExecutionResult: ...
 
+    def run_split_command(
+        self,
+        argv: list[str],
+        files: Mapping[str, str],
+        trusted_argv: list[str],
+        trusted_input: str,
+        *,
+        limits: SandboxLimits | None = None,
+        stdin: str | None = None,
+    ) -> ExecutionResult: ...
+
+    def split_commands(self) -> bool: ...
+
     def close(self) -> None: ...
 
 
@@ -82,7 +95,8 @@ class ForkServerSandbox:
     run is measured by coverage.py inside the sandbox and a passing result carries main.py's
     line coverage (``ExecutionResult.coverage``). ``run_command`` runs
     any command line (compiled languages, shell scripts) in the same isolation; it passes on
-    exit code 0, and, if asked, ``pass_marker`` in stdout and the run token written back.
+    exit code 0, and, if asked, ``pass_marker`` in stdout and the run token written back;
+    ``run_split_command`` runs a command's tests in a trusted command of their own.
 
     Protects against (both backends): hangs and long C calls (parent-enforced wall clock),
     memory and file-size bombs (rlimits; cgroups where available), unbounded output (capped
@@ -216,10 +230,7 @@ class ForkServerSandbox:
         (docs/sandbox.md); keep descriptors 3 and 4 from steps that run no tests (``3<&- 4>&-``)."""
         if not argv:
             raise ValueError("run_command() needs a non-empty argv")
-        for name in files or {}:
-            parts = name.replace("\\", "/").split("/")
-            if not name or name.startswith("/") or ".." in parts:
-                raise ValueError(f"file name {name!r} must be a relative path inside the work folder")
+        _check_names(files or {})
         job = {
             "kind": "command",
             "argv": list(argv),
@@ -229,6 +240,44 @@ class ForkServerSandbox:
             "run_token": run_token,
         }
         return self._pool.submit(job, limits or self.limits).result()
+
+    def run_split_command(
+        self,
+        argv: list[str],
+        files: Mapping[str, str],
+        trusted_argv: list[str],
+        trusted_input: str,
+        *,
+        limits: SandboxLimits | None = None,
+        stdin: str | None = None,
+    ) -> ExecutionResult:
+        """Run a command's tests apart from its program (JavaScript's split runs, docs/sandbox.md).
+
+        ``argv`` (the candidate) runs in the work folder with ``files``, reading requests on
+        descriptor 3 and answering on 4; ``trusted_argv`` runs from ``/`` with ``trusted_input`` on its
+        stdin (never on a disk the candidate sees), the other ends of that channel on 3 and 4, and
+        writes its outcome, one JSON object ``{"passed", "tests_passed", "tests_total", "delegated",
+        "error"}``, to descriptor 5, which the candidate never holds. The verdict is that outcome
+        alone. The candidate runs under Landlock, so it can neither read nor signal the trusted
+        process; where this kernel has no Landlock the result is an error (``split_commands()``)."""
+        if not argv or not trusted_argv:
+            raise ValueError("run_split_command() needs the candidate's and the trusted side's command lines")
+        _check_names(files)
+        job = {
+            "kind": "command",
+            "split": True,
+            "argv": list(argv),
+            "files": dict(files),
+            "trusted_argv": list(trusted_argv),
+            "trusted_input": trusted_input,
+            "stdin": stdin,
+        }
+        return self._pool.submit(job, limits or self.limits).result()
+
+    @staticmethod
+    def split_commands() -> bool:
+        """Whether commands can run split here (the candidate's confinement needs Landlock)."""
+        return landlock_abi() >= 1
 
     def guards(self) -> dict[str, str]:
         """What this sandbox enforces here, by concern (for logs, reports and tests)."""
@@ -313,6 +362,13 @@ def make_sandbox(
         backend = "bwrap" if bwrap_available() else "local"
     launcher = BwrapLauncher(python, read_only) if backend == "bwrap" else LocalLauncher(python)
     return ForkServerSandbox(launcher, limits, workers, strict)
+
+
+def _check_names(files: Mapping[str, str]) -> None:
+    for name in files:
+        parts = name.replace("\\", "/").split("/")
+        if not name or name.startswith("/") or ".." in parts:
+            raise ValueError(f"file name {name!r} must be a relative path inside the work folder")
 
 
 def _per_job(value, count: int, name: str) -> list:

@@ -12,6 +12,7 @@ the run's limits differ. Standard library only.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
 import socket
@@ -21,14 +22,20 @@ from typing import NoReturn
 try:  # in the sandbox the harness loads these files from its own folder
     import trusted_server
     from report_channel import retires, split_verdict
-    from run_process import PR_SET_PDEATHSIG, STOP_SIGNALS, close_fds_except, set_rlimits
-    from scratch_folders import write_file
+    from run_process import PR_SET_PDEATHSIG, STOP_SIGNALS, close_fds_except, exec_command, set_rlimits
+    from scratch_folders import inside, write_file
     from zygote import payload_fd
 except ImportError:
     from core.sandbox import trusted_server
     from core.sandbox.report_channel import retires, split_verdict
-    from core.sandbox.run_process import PR_SET_PDEATHSIG, STOP_SIGNALS, close_fds_except, set_rlimits
-    from core.sandbox.scratch_folders import write_file
+    from core.sandbox.run_process import (
+        PR_SET_PDEATHSIG,
+        STOP_SIGNALS,
+        close_fds_except,
+        exec_command,
+        set_rlimits,
+    )
+    from core.sandbox.scratch_folders import inside, write_file
     from core.sandbox.zygote import payload_fd
 
 
@@ -39,6 +46,7 @@ class SplitRuns:
     trusted = None  # our trusted process (trusted_server.TrustedClient), started at the first split run
     outcome: bytes | None = None  # its answer for the current split run (b"": it died first)
     trusted_status: int | None = None  # its exit status, where it died in the current run
+    trusted_command: int | None = None  # a split command's trusted process, while it runs
 
     def _execute_split(self, job: dict) -> dict:
         """A split run: the tests in our trusted process, which runs no candidate code
@@ -132,7 +140,112 @@ class SplitRuns:
                 os.write(2, f"sandbox harness (trusted side): {exc!r}\n".encode())
         os._exit(0)
 
+    def _execute_split_command(self, job: dict) -> dict:
+        """A split command (JavaScript's tests): the trusted command, which the server forks and which
+        runs no candidate code, and the candidate command, which the zygote forks confined by Landlock
+        (so it cannot ptrace, read or borrow anything of the trusted process, outside its domain);
+        the verdict is the JSON outcome the trusted command writes to its descriptor 5."""
+        limits = job["limits"]
+        if self.folders.ruleset is None:
+            detail = "split commands need Landlock (the candidate could reach the trusted process)"
+            return self._result("error", None, b"", b"", 0.0, detail)
+        stdin_fd = self.folders.stdin(job.pop("stdin", None))
+        for name, text in job.pop("files").items():
+            write_file(inside(self.folders.work_dir, name), text)
+        out, err, to_candidate, to_trusted, outcome = (os.pipe() for _ in range(5))
+        start = time.monotonic()
+        self.outcome, self.child_status, self.trusted_status = None, None, None
+        trusted_fds = {0: _memfd(job.pop("trusted_input")), 1: out[1], 2: err[1]}
+        trusted_fds |= {3: to_trusted[0], 4: to_candidate[1], 5: outcome[1]}
+        pid = os.fork()
+        if pid == 0:
+            self._command_trusted_process(job["trusted_argv"], limits, trusted_fds)
+        self.trusted_command = pid
+        for fd in (trusted_fds[0], to_trusted[0], to_candidate[1], outcome[1]):
+            os.close(fd)
+        fds = {"stdin": stdin_fd, "stdout": out[1], "stderr": err[1], "read": to_candidate[0]}
+        fds["write"] = to_trusted[1]
+        fds["ruleset"] = os.dup(self.folders.ruleset)
+        self.child = self.zygote.fork(
+            {"kind": "command", "split": True, "argv": job["argv"], "limits": limits}, fds
+        )
+        streams = {out[0]: bytearray(), err[0]: bytearray()}
+        caps = {out[0]: limits["max_output_bytes"], err[0]: limits["max_output_bytes"]}
+        stop = self._supervise(
+            streams, caps, {out[0], err[0]}, start + limits["timeout_s"], OutcomePipe(outcome[0])
+        )
+        duration = time.monotonic() - start
+        os.close(outcome[0])
+        self._kill_all()
+        kill_quietly(pid, group=True)
+        kill_quietly(pid, group=False)
+        with contextlib.suppress(ChildProcessError):
+            self.trusted_status = os.waitpid(pid, 0)[1]
+        self.trusted_command = None
+        stop = self._close_streams(streams, caps, {out[0], err[0]}, stop)
+        stdout, stderr = (bytes(streams[fd[0]]) for fd in (out, err))
+        status, exit_code, detail, counts = split_verdict(job, stop, self.outcome or b"", self.trusted_status)
+        result = self._result(status, exit_code, stdout, stderr, duration, detail)
+        result.update(counts, mode="split")
+        return result
+
+    def _command_trusted_process(self, argv: list[str], limits: dict, fds: dict[int, int]) -> NoReturn:
+        """Become a split command's trusted side (never returns): ``fds`` at their numbers, the run's
+        rlimits, no capabilities, the seccomp filter of every run, then ``argv``."""
+        try:
+            self.native.prctl_set(PR_SET_PDEATHSIG, signal.SIGKILL)
+            os.setsid()
+            os.close(signal.set_wakeup_fd(-1))
+            for sig in (signal.SIGCHLD, *STOP_SIGNALS):
+                signal.signal(sig, signal.SIG_DFL)
+            moved = {number: fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for number, fd in fds.items()}
+            for number, fd in moved.items():
+                os.dup2(fd, number)  # inheritable, unlike the copies
+            close_fds_except(set(moved))
+            set_rlimits(limits, self.nproc_base, self.base_vm)
+            os.chdir("/")
+            self.confine.drop_capabilities()
+            if self.filtered:  # like every run: no signal to the server or the zygote
+                machine = os.uname().machine
+                self.confine.install_filter(self.seccomp.protect(machine, (os.getppid(), self.pid)))
+            exec_command(argv)
+        except BaseException as exc:
+            with contextlib.suppress(BaseException):
+                os.write(2, f"sandbox harness (trusted side): {exc!r}\n".encode())
+        os._exit(70)
+
 
 def kill_quietly(pid: int, group: bool) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         (os.killpg if group else os.kill)(pid, signal.SIGKILL)
+
+
+def _memfd(text: str) -> int:
+    """A descriptor to read ``text`` from (the trusted command's stdin), never on any disk."""
+    fd = os.memfd_create("editforge-trusted", os.MFD_CLOEXEC)
+    data = memoryview(text.encode("utf-8", errors="surrogatepass"))
+    while data:
+        data = data[os.write(fd, data) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+class OutcomePipe:
+    """The trusted command's descriptor 5, read as the supervision loop reads our trusted process:
+    ``receive`` answers None until the end of file, then everything written (b"": it ended without
+    an outcome); more than 64 KiB is no outcome."""
+
+    CAP = 1 << 16
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.data = fd, bytearray()
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def receive(self) -> bytes | None:
+        chunk = os.read(self.fd, self.CAP)
+        if chunk:
+            self.data += chunk[: self.CAP + 1 - len(self.data)]
+            return None
+        return bytes(self.data) if len(self.data) <= self.CAP else b"!"

@@ -84,6 +84,8 @@ class Supervision:
                 return
             if self.trusted is not None and pid == self.trusted.pid:
                 self.trusted.status = status
+            elif pid == self.trusted_command:
+                self.trusted_status = status
 
     def _kill_all(self) -> None:
         """Kill and reap every process started by the run, however it detached itself: everything
@@ -93,7 +95,8 @@ class Supervision:
         status = self.zygote.end()
         if self.child_status is None:
             self.child_status = status
-        if self.trusted is not None and (not self.outcome or self.trusted.status is not None):
+        python_split = self.trusted_command is None  # a split command's trusted process is not ours to keep
+        if python_split and self.trusted is not None and (not self.outcome or self.trusted.status is not None):
             self._stop_trusted()
 
 

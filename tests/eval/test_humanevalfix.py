@@ -423,5 +423,10 @@ def test_reference_passes_all_164_and_identity_fails_all(tmp_path, language, var
     ident = run_eval([*common, "model=identity", f"out={tmp_path}/id"])["metrics"][language]
     assert (ref["problems"], ref["pass@1"], ref["statuses"]) == (164, 1.0, {"passed": 164})
     assert (ident["problems"], ident["pass@1"]) == (164, 0.0)
+    # every pass judged by a process that ran none of the program (JavaScript: where Landlock is)
+    from core.sandbox.native import landlock_abi
+
+    if language == "python" or landlock_abi() >= 1:
+        assert ref["passes_by_mode"] == {"split": 164}, ref["passes_by_mode"]
     if language == "python":
         assert ident["statuses"].get("timeout", 0) == 3  # three buggy programs never end

@@ -29,6 +29,9 @@ def test_every_runner_file_is_used_and_shipped():
         languages.JS_PRELUDE,
         languages.JS_RUNNER,
         languages.JS_TOKEN,
+        languages.JS_CHANNEL,
+        languages.JS_TRUSTED,
+        languages.JS_CANDIDATE,
         languages.CPP_BEFORE_TESTS,
         languages.CPP_TOKEN_SOURCE,
         languages.JAVA_RUNNER,
@@ -46,6 +49,10 @@ def test_command_jobs_carry_the_runner_files():
     assert js.files["editforge_run.js"] == (RUNNERS / "editforge_run.js").read_text()
     assert js.files["main.js"].startswith(languages.JS_PRELUDE)
     assert js.files["main.js"].endswith(languages.JS_TOKEN)
+    split = command_job("js", "function f() {}", "console.assert(f() === undefined);", split=True)
+    assert split.files["editforge_candidate.js"] == languages.JS_CHANNEL + languages.JS_CANDIDATE
+    assert split.files["main.js"] == "function f() {}"  # the program alone: the tests are not on its disk
+    assert "console.assert" in split.trusted_input and not split.run_token
     java = command_job("java", "class Main {}", "")
     assert java.files["EditforgeRun.java"] == (RUNNERS / "EditforgeRun.java").read_text()
 
@@ -57,6 +64,10 @@ def test_javascript_runner_files_parse(tmp_path):
     # main.js as command_job makes it, with an empty program and tests
     (tmp_path / "main.js").write_text(languages.JS_PRELUDE + "\n" + languages.JS_TOKEN)
     check(["node", "--check", "main.js"], tmp_path)
+    # the split run's two sides, each as shipped to its process (the channel first)
+    for name, side in (("trusted.js", languages.JS_TRUSTED), ("candidate.js", languages.JS_CANDIDATE)):
+        (tmp_path / name).write_text(languages.JS_CHANNEL + side)
+        check(["node", "--check", name], tmp_path)
 
 
 @needs("g++")
