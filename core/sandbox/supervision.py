@@ -96,7 +96,11 @@ class Supervision:
         if self.child_status is None:
             self.child_status = status
         python_split = self.trusted_command is None  # a split command's trusted process is not ours to keep
-        if python_split and self.trusted is not None and (not self.outcome or self.trusted.status is not None):
+        if (
+            python_split
+            and self.trusted is not None
+            and (not self.outcome or self.trusted.status is not None)
+        ):
             self._stop_trusted()
 
 
