@@ -83,6 +83,9 @@ class EvalRun:
             cfg.gen.temperature, cfg.gen.top_p, cfg.gen.max_new_tokens, self.fmt.stop, cfg.gen.seed
         )
         total = sum(max(cfg.gen.n - self.store.count(r.problem.id, r.split), 0) for r in requests)
+        wanted = cfg.gen.n * len(requests)
+        if 0 < total < wanted:
+            log.info("resuming: %d of %d samples done, %d to generate", wanted - total, wanted, total)
         try:
             with tqdm(total=total, desc="Generating", unit="sample") as bar:
                 return generate_samples(

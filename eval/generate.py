@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from core.formats import ChatFormat, PromptFormat
@@ -46,9 +47,9 @@ def generate_samples(
     """
     by_need: dict[int, list[GenerationRequest]] = {}
     for request in requests:
-        need = n - store.count(request.problem.id, request.split)
-        if need > 0:
-            by_need.setdefault(need, []).append(request)
+        have = store.count(request.problem.id, request.split)
+        if n - have > 0:
+            by_need.setdefault(n - have, []).append(replace(request, first_index=have))
     made = 0
     for need, batch in sorted(by_need.items()):
         for request, completions in generator.generate(batch, need, sampling):

@@ -131,3 +131,26 @@ def build_commits(tmp_path: Path, bodies: list[str], overrides: list[str]) -> di
     )  # fmt: skip
     run_pipeline(to_build_config(cfg))
     return json.loads((tmp_path / "out" / "manifest.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """A tiny Llama (random weights) with a tokenizer trained on synthetic edits, saved as a model
+    folder any backend or entry point can load."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from core.formats import FORMATS
+    from train.config import TinyModelConfig
+    from train.modeling import tiny_llama_config, train_tiny_tokenizer
+    from train.synthetic_edits import synthetic_edits
+
+    fmt = FORMATS["editcoder"]
+    rows = synthetic_edits(200)
+    tok = train_tiny_tokenizer([fmt.prompt(r["before"], r["instruction"]) + r["after"] for r in rows], 512)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(tiny_llama_config(TinyModelConfig(), tok))
+    out = tmp_path_factory.mktemp("tiny")
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out

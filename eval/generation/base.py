@@ -10,6 +10,7 @@ request at most what its prompt leaves of it (`new_token_budget`).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -24,6 +25,13 @@ class GenerationRequest:
     split: str
     prompt: str  # text prompt (chat models: the rendered template, or "" when the backend takes messages)
     messages: tuple[tuple[str, str], ...] = ()  # (role, content), for chat APIs
+    first_index: int = 0  # the index of the first sample asked for (those before it exist already)
+
+    def seeds(self, seed: int, n: int) -> list[int]:
+        """The seeds of the ``n`` samples asked for: one per sample, from (seed, problem, split,
+        index) alone, so a resumed run, another batch size or a subset draws what one uninterrupted
+        run draws."""
+        return [sample_seed(seed, self.problem.id, self.split, self.first_index + i) for i in range(n)]
 
     @property
     def instruction(self) -> str:
@@ -37,6 +45,16 @@ class SamplingConfig:
     max_new_tokens: int = 8192  # the CanItEdit paper's limit
     stop: tuple[str, ...] = ()
     seed: int = 0
+
+
+def sample_seed(seed: int, problem: str, split: str, index: int) -> int:
+    """A 63-bit seed for one sample, a function of what identifies it and nothing else.
+
+    >>> sample_seed(0, "p", "s", 1) == sample_seed(0, "p", "s", 1) != sample_seed(0, "p", "s", 2)
+    True
+    """
+    digest = hashlib.sha256(f"{seed}\0{problem}\0{split}\0{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
 
 
 def new_token_budget(max_new_tokens: int, prompt_tokens: int, context: int | None) -> int:

@@ -5,6 +5,14 @@ Chat models go to `/chat/completions` with the PythonEditGPT messages, base mode
 connection error, a timeout, 429 or 5xx is retried with exponential backoff, and after
 `max_retries` the run stops with an error that names the endpoint (samples already
 written stay in samples.jsonl, so a rerun continues).
+
+A request asks for all the samples a problem still needs at once (`n`: the prompt is paid once) and
+takes one `seed`, the seed of its first sample (`GenerationRequest.seeds`): a run resumed in the
+middle of a problem's samples asks for the rest under another seed, so it never draws again what
+it already has. What a seed buys depends on the server: OpenAI documents it as best effort (the
+same `system_fingerprint` is needed too); vLLM's server gives a seeded request a generator of its
+own; servers that ignore `seed` sample afresh. Only the hf and vllm backends give a resumed run
+the very completions of an uninterrupted one.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ class OpenAIGenerator:
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
             "max_tokens": sampling.max_new_tokens,
-            "seed": sampling.seed,
+            "seed": request.seeds(sampling.seed, 1)[0],
         }
         if sampling.stop:
             body["stop"] = list(sampling.stop)[:4]  # the API takes at most four

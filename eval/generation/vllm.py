@@ -1,7 +1,12 @@
 """vLLM on GPUs: `LLM.generate(prompts, SamplingParams(n, temperature, top_p, max_tokens, stop))`.
 
 Each prompt gets its own `SamplingParams` whose `max_tokens` is the cap or what the prompt
-leaves of the model's context (`max_model_len`), whichever is smaller.
+leaves of the model's context (`max_model_len`), whichever is smaller. Each sample is a request of
+its own (`n=1`) with its own seed (`GenerationRequest.seeds`): vLLM gives a request with a seed a
+generator of its own, so what a sample draws does not depend on the batch or on which samples a
+resumed run still needs (vLLM promises the same output for the same seed on the same hardware and
+version; its batched kernels may still differ in the last bits between batch shapes). The prefix
+cache shares the prompt's work between a problem's samples.
 """
 
 from __future__ import annotations
@@ -67,21 +72,23 @@ class VLLMGenerator:
                     yield request, [""] * n
                     continue
                 batch.append(request)
-                params.append(
+                params.extend(
                     SamplingParams(
-                        n=n,
+                        n=1,
                         temperature=sampling.temperature,
                         top_p=sampling.top_p,
                         max_tokens=budget,
                         stop=list(sampling.stop) or None,
-                        seed=sampling.seed,
+                        seed=seed,
                     )
+                    for seed in request.seeds(sampling.seed, n)
                 )
             if not batch:
                 continue
-            outputs = self.llm.generate([r.prompt for r in batch], params, use_tqdm=True)
-            for request, output in zip(batch, outputs, strict=True):
-                yield request, [o.text for o in output.outputs]
+            prompts = [r.prompt for r in batch for _ in range(n)]
+            outputs = self.llm.generate(prompts, params, use_tqdm=True)
+            for i, request in enumerate(batch):
+                yield request, [output.outputs[0].text for output in outputs[i * n : (i + 1) * n]]
 
     def close(self) -> None:
         del self.llm

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
-import torch
 from conftest import JSONHandler, local_server
 
 from core.benchmarks import load_benchmark
@@ -18,24 +18,6 @@ from eval.generation.openai import EndpointError, OpenAIGenerator
 from eval.samples import SampleStore
 
 FMT = FORMATS["editcoder"]
-
-
-@pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory) -> Path:
-    from transformers import AutoModelForCausalLM
-
-    from train.config import TinyModelConfig
-    from train.modeling import tiny_llama_config, train_tiny_tokenizer
-    from train.synthetic_edits import synthetic_edits
-
-    rows = synthetic_edits(200)
-    tok = train_tiny_tokenizer([FMT.prompt(r["before"], r["instruction"]) + r["after"] for r in rows], 512)
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(tiny_llama_config(TinyModelConfig(), tok))
-    out = tmp_path_factory.mktemp("tiny")
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
 
 
 def _requests(n_problems: int = 3, fmt=FMT):
@@ -71,6 +53,34 @@ def test_hf_backend_samples_from_a_tiny_model_on_cpu(tiny_model_dir, tmp_path):
         for s in samples.values()
     )
     assert len({s["completion"] for s in samples.values()}) > 1  # sampling at temperature 0.2 varies
+
+
+def test_hf_sampling_depends_only_on_the_seed_problem_split_and_index(tiny_model_dir, tmp_path):
+    """A resumed run (topped up in steps), another batch size and a subset of the problems draw the
+    completions one uninterrupted run draws (`SeededSampling`)."""
+    sampling = SamplingConfig(max_new_tokens=10, seed=3, temperature=0.8, top_p=0.9)
+    generators: dict = {}
+
+    def completions(batch_size: int, steps: list[int], requests) -> dict:
+        if batch_size not in generators:
+            generators[batch_size] = make_generator(
+                "hf", FMT, {"path": str(tiny_model_dir), "batch_size": batch_size}
+            )
+        name = f"{sampling.seed}-{batch_size}-{'-'.join(map(str, steps))}-{len(requests)}.jsonl"
+        store = SampleStore(tmp_path / name)
+        for n in steps:
+            generate_samples(store, requests, generators[batch_size], FMT, n, sampling)
+        return {key: sample["completion"] for key, sample in store.of_type("sample").items()}
+
+    requests = _requests(2)
+    whole = completions(4, [4], requests)
+    assert len(whole) == 4 * len(requests) and len(set(whole.values())) > len(requests)
+    assert completions(1, [4], requests) == whole
+    assert completions(3, [1, 3, 4], requests) == whole  # resumed twice
+    one = [r for r in requests if r.problem.id == requests[0].problem.id]
+    assert completions(2, [2, 4], one) == {k: v for k, v in whole.items() if k[0] == requests[0].problem.id}
+    sampling = replace(sampling, seed=4)
+    assert completions(4, [4], requests) != whole  # the seed still decides
 
 
 @pytest.fixture(scope="module")
