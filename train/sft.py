@@ -10,6 +10,7 @@ transformers and trl are imported, so a mistake is reported in about a second.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -20,6 +21,8 @@ if __package__ in (None, ""):  # run as a script: import the repo's packages, no
 
 from core.entry import App, run_app  # noqa: E402
 from train.config import SFTAppConfig, preflight  # noqa: E402
+
+log = logging.getLogger("train.sft")
 
 
 def train(app: SFTAppConfig, resolved: dict[str, Any]) -> None:
@@ -34,6 +37,14 @@ def train(app: SFTAppConfig, resolved: dict[str, Any]) -> None:
     from train.sft_run import SFTRun  # the heavy stack, once the config is known to be good
 
     run = SFTRun(app, resolved)
+    if run.finished():
+        log.info(
+            "%s already holds this run, finished at step %d: nothing to train, its outputs are left as "
+            "they are (raise run.max_steps or recipe.epochs to train on, or choose a new run.output_dir)",
+            run.output_dir,
+            run.start_step,
+        )
+        return
     run.setup()
     run.train()
     run.save()

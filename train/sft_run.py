@@ -25,6 +25,7 @@ from core.errors import ConfigError
 from core.formats import get_format
 from core.layout import (
     ADAPTER_DIR,
+    CONFIG_FILE,
     DATA_STATS_FILE,
     FINAL_DIR,
     METRICS_FILE,
@@ -69,6 +70,27 @@ class SFTRun:
         self.resume_from = self._resume_checkpoint()
         self.format = get_format(recipe.prompt_format)
         self.trainer: EditSFTTrainer | None = None
+        self.start_step = _global_step(self.resume_from)  # where training picks up (0: from scratch)
+
+    def finished(self) -> bool:
+        """Whether ``run.output_dir`` already holds this very run, finished: ``final/`` saved with the
+        same resolved config, metrics written, and the last checkpoint at the step they end at. A
+        rerun then has nothing to train, and leaves every output as it is (with another config,
+        e.g. a larger ``run.max_steps``, it trains on from the last checkpoint instead)."""
+        import yaml
+
+        saved, metrics = self.output_dir / FINAL_DIR / CONFIG_FILE, self.output_dir / METRICS_FILE
+        if self.app.run.resume != "auto" or self.resume_from is None or not saved.is_file():
+            return False
+        if not metrics.is_file() or yaml.safe_load(saved.read_text()) != yaml.safe_load(
+            yaml.safe_dump(self.resolved)
+        ):
+            return False
+        try:
+            last = json.loads(metrics.read_text())["last"]
+        except (ValueError, KeyError, TypeError):
+            return False
+        return isinstance(last, dict) and last.get("step") == self.start_step
 
     def _resume_checkpoint(self) -> str | None:
         resume = self.app.run.resume
@@ -202,9 +224,17 @@ class SFTRun:
             self.trainer.evaluate()
 
     def save(self) -> Path:
-        """Write the final model (HF format, tokenizer, resolved config) to DIR/final."""
+        """Write the final model (HF format, tokenizer, resolved config) to DIR/final; a run that
+        trained no step (resumed from its own last checkpoint) leaves what is there as it is."""
         assert self.trainer is not None, "call setup() first"
         final = self.output_dir / FINAL_DIR
+        if (
+            self.resume_from is not None
+            and self.trainer.state.global_step == self.start_step
+            and final.is_dir()
+        ):
+            log.info("no step left to train after step %d: %s is left as it was", self.start_step, final)
+            return final
         lora = self.app.recipe.lora
         target = self.output_dir / ADAPTER_DIR if lora is not None and lora.merge else final
         self.trainer.save_model(str(target))  # a collective under ZeRO-3: every rank calls it
@@ -249,6 +279,16 @@ class SFTRun:
 
             if wandb.run is not None:
                 wandb.finish()
+
+
+def _global_step(checkpoint: str | None) -> int:
+    """The step a checkpoint was saved at (its trainer_state.json), 0 for none."""
+    if checkpoint is None:
+        return 0
+    try:
+        return int(json.loads((Path(checkpoint) / "trainer_state.json").read_text())["global_step"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return int(Path(checkpoint).name.rpartition("-")[2] or 0)
 
 
 def training_arguments(app: SFTAppConfig, output_dir: Path) -> SFTConfig:
