@@ -9,7 +9,8 @@ Order: compose the config (Hydra), convert it strictly (`to_validated`), run `pr
 the hub is reachable), then `run`, which imports the heavy stack itself. `--cfg job` also
 validates before it prints. A `UserError` (and a config that does not compose) prints one
 line, `error: <what was wrong and what to do>`, and exits 2; `EDITFORGE_DEBUG=1` shows the
-traceback instead. Any other exception is a bug and keeps its traceback.
+traceback instead. Ctrl-C (SIGINT) prints one line, what was kept and that the same command resumes,
+and exits 130. Any other exception is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from core.logs import quiet_libraries, rank, setup_logging
 
 DEBUG_ENV = "EDITFORGE_DEBUG"
 USER_ERROR_EXIT = 2
+INTERRUPTED_EXIT = 128 + 2  # a shell's status for a command ended by SIGINT
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class App:
     run: Callable[[Any, dict[str, Any]], Any]  # (validated config, resolved dict for the record)
     preflight: Callable[[Any], None] | None = None  # machine checks before anything heavy
     config_dir: Path = CONFIG_DIR  # an app whose groups would clash with others' has a folder of its own
+    output_key: str = "out"  # the config key of the folder that keeps finished work (named on Ctrl-C)
 
 
 def run_app(app: App, argv: list[str] | None = None) -> None:
@@ -44,8 +47,13 @@ def run_app(app: App, argv: list[str] | None = None) -> None:
     register_resolvers()
     full_error = os.environ.get("HYDRA_FULL_ERROR")
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing its own report
+    validated: list[Any] = []
     try:
-        _run(app, argv)
+        _run(app, argv, validated)
+    except KeyboardInterrupt:
+        if rank() == 0:
+            print(f"interrupted: {interrupted_message(app, validated)}", file=sys.stderr, flush=True)
+        sys.exit(INTERRUPTED_EXIT)
     except Exception as err:
         if os.environ.get(DEBUG_ENV, "") not in ("", "0") or not is_user_error(err):
             raise
@@ -59,7 +67,19 @@ def run_app(app: App, argv: list[str] | None = None) -> None:
             os.environ["HYDRA_FULL_ERROR"] = full_error
 
 
-def _run(app: App, argv: list[str]) -> None:
+def interrupted_message(app: App, validated: list[Any]) -> str:
+    """What an interrupted run kept, and how to go on."""
+    if not validated:
+        return "nothing was started"
+    value: Any = validated[0]
+    for part in app.output_key.split("."):
+        value = getattr(value, part, None)
+    if value is None:
+        return "what finished is kept; the same command goes on from there"
+    return f"what finished is kept in {app.output_key}={value}; the same command resumes from there"
+
+
+def _run(app: App, argv: list[str], validated: list[Any]) -> None:
     import hydra
     from hydra._internal.utils import get_args_parser
 
@@ -74,10 +94,11 @@ def _run(app: App, argv: list[str]) -> None:
 
         try:
             setup_logging()
-            validated = to_validated(cfg, app.schema)
+            config = to_validated(cfg, app.schema)
+            validated.append(config)
             if app.preflight is not None:
-                app.preflight(validated)
-            app.run(validated, OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
+                app.preflight(config)
+            app.run(config, OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
         except Exception as err:  # raised below, past Hydra's "Error executing job" log line
             failed.append(err)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import datasets
 from datasets import Dataset, DatasetDict, concatenate_datasets
+from datasets.exceptions import DatasetGenerationError
 
 from core.errors import UserError
 from core.hub import is_hub, load_hub_dataset
@@ -60,11 +61,22 @@ def _load_local(path: Path, split: str) -> Dataset:
         builders = {_FILE_BUILDERS[p.suffix] for p in files}
         if len(builders) > 1:
             raise DataError(f"{path}: mixes json and parquet files; keep one kind per folder")
-        return datasets.load_dataset(builders.pop(), data_files=[str(p) for p in files], split="train")
+        return _load_files(path, builders.pop(), [str(p) for p in files])
     builder = _FILE_BUILDERS.get(path.suffix)
     if builder is None:
         raise DataError(f"{path}: unsupported file type {path.suffix!r}; use jsonl, json or parquet")
-    return datasets.load_dataset(builder, data_files=str(path), split="train")
+    return _load_files(path, builder, [str(path)])
+
+
+def _load_files(path: Path, builder: str, files: list[str]) -> Dataset:
+    """``files`` through datasets' ``builder``; a file it cannot parse (a truncated last line, a
+    corrupt parquet file) is a DataError naming the file and the parser's own first line."""
+    try:
+        return datasets.load_dataset(builder, data_files=files, split="train")
+    except DatasetGenerationError as err:
+        cause = err.__cause__ or err.__context__ or err
+        first = next((line.strip() for line in str(cause).splitlines() if line.strip()), type(cause).__name__)
+        raise DataError(f"{path}: cannot be read as {builder}: {type(cause).__name__}: {first[:300]}") from err
 
 
 def load_one(spec: DatasetSpec, seed: int) -> Dataset:

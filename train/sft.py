@@ -52,7 +52,7 @@ def train(app: SFTAppConfig, resolved: dict[str, Any]) -> None:
     run.cleanup()
 
 
-APP = App("sft", SFTAppConfig, run=train, preflight=preflight)
+APP = App("sft", SFTAppConfig, run=train, preflight=preflight, output_key="run.output_dir")
 
 if __name__ == "__main__":
     run_app(APP)

@@ -120,11 +120,9 @@ class SFTRun:
             )
             train_ds, train_report = self._encode(splits.train)
             eval_ds, eval_report = self._encode(splits.validation) if splits.validation else (None, None)
-        if train_report.kept == 0:
-            raise ConfigError(
-                f"no training example fits recipe.max_length={self.app.recipe.max_length} "
-                f"(dropped: {train_report.dropped}); raise it or use recipe.overlong=truncate"
-            )
+        for name, report in (("training", train_report), ("validation", eval_report)):
+            if report is not None and report.kept == 0:
+                raise ConfigError(empty_split_message(name, report, self.app))
         self.data_stats = {
             "sources": splits.counts,
             "train": train_report.as_dict(),
@@ -279,6 +277,22 @@ class SFTRun:
 
             if wandb.run is not None:
                 wandb.finish()
+
+
+def empty_split_message(name: str, report, app: SFTAppConfig) -> str:
+    """One line for a split the overlong policy left empty: the counts and what would keep rows."""
+    recipe = app.recipe
+    options = [f"raise recipe.max_length (now {recipe.max_length})"]
+    if recipe.overlong.value == "drop":
+        options.append("use recipe.overlong=truncate")
+    if name == "validation":
+        options.append("set data.val_size=0 to train without validation")
+    dropped = ", ".join(f"{count} {reason}" for reason, count in sorted(report.dropped.items()))
+    return (
+        f"the {name} split is empty: all {report.input} rows were dropped ({dropped}) "
+        f"under recipe.max_length={recipe.max_length}, recipe.overlong={recipe.overlong.value}; "
+        + ", or ".join(options)
+    )
 
 
 def _global_step(checkpoint: str | None) -> int:

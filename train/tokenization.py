@@ -62,13 +62,18 @@ def encode_example(
     if len(input_ids) > max_length:
         if overlong == Overlong.drop:
             reason = "overlong"
-        else:
-            input_ids, labels, truncated = input_ids[:max_length], labels[:max_length], True
-            if (
-                all(label == IGNORE_INDEX for label in labels[len(prompt_ids) :])
-                or len(prompt_ids) >= max_length
-            ):
-                reason = "overlong_prompt"  # truncation would leave no completion to learn
+        elif len(prompt_ids) + min(len(completion_ids), max_length // 2) <= max_length:
+            input_ids, labels, truncated = input_ids[:max_length], labels[:max_length], True  # the edit's end
+        else:  # the prompt would leave the edit too little room: keep the prompt's end (trl's keep_end)
+            keep = min(len(completion_ids), max_length // 2)
+            head = prompt_ids[:1] if prompt_ids[:1] == [tokenizer.bos_token_id] else []
+            prompt_ids = head + prompt_ids[len(prompt_ids) - (max_length - keep - len(head)) :]
+            input_ids = prompt_ids + completion_ids[:keep]
+            if loss_on == LossOn.completion:
+                labels = [IGNORE_INDEX] * len(prompt_ids) + completion_ids[:keep]
+            else:
+                labels = list(input_ids)
+            truncated = True
     return {"input_ids": input_ids, "labels": labels, "drop_reason": reason, "truncated": truncated}
 
 
