@@ -21,7 +21,7 @@ from typing import Any
 from core.config import CONFIG_DIR, ModelConfig, WandbConfig, register_schema, to_validated
 from core.errors import ConfigError
 from core.formats import FORMATS
-from core.hub import check_ref, existing_path, hub_offline, is_hub
+from core.hub import check_model_ref, check_ref, existing_path, hub_offline, is_hub
 from core.logs import rank
 from train.hub_push import check_push_access
 from train.trackers import check_installed, parse_report_to
@@ -376,7 +376,7 @@ def preflight(app: SFTAppConfig) -> None:
             "or the [gpu] extra); or set recipe.liger_kernels=false"
         )
     if recipe.model.path is not None:
-        check_model_path(recipe.model.path, "recipe.model.path")
+        check_model_ref(recipe.model.path, "recipe.model.path")
     key = "data.path" if app.data.path is not None else "data.datasets[].path"
     for spec in app.data.specs():
         if spec.path is None:
@@ -389,20 +389,6 @@ def preflight(app: SFTAppConfig) -> None:
                 key,
                 f"build it with `python -m data_pipeline.build ... out={spec.path}` or fix the path",
             )
-
-
-# What the hub accepts as a model id: a name, or an owner and a name (huggingface_hub's validate_repo_id).
-HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]{0,95}/)?[A-Za-z0-9][\w.-]{0,95}$")
-
-
-def check_model_path(path: str, key: str) -> None:
-    """A model that is neither a folder here nor a well-formed hub id fails now, not after the data
-    loaded (transformers would answer "Repo id must be in the form..." from deep inside)."""
-    if Path(path).expanduser().exists():
-        return
-    if path.startswith(("/", ".", "~")) or not HUB_ID.match(path) or ".." in path or "--" in path:
-        where = "" if Path(path).is_absolute() else f" (relative to {Path.cwd()})"
-        raise ConfigError(f"{key}={path!r}: no such folder{where}, and not a hub id (name or owner/name)")
 
 
 register_schema("sft_schema", SFTAppConfig)

@@ -160,9 +160,23 @@ def test_liger_kernels_without_the_package_stop_at_preflight_naming_it():
 
 @pytest.mark.skipif(importlib.util.find_spec("flash_attn") is not None, reason="flash-attn is installed here")
 @pytest.mark.parametrize("size", ["1.3b", "6.7b", "33b"])
-def test_editcoder_recipes_pass_preflight_without_flash_attn(size):
-    app, _ = app_config([f"recipe=editcoder-{size}", "data.datasets=[{synthetic: 10}]"])
+def test_editcoder_recipes_pass_preflight_without_flash_attn(size, tmp_path):
+    # the base as a local folder: offline, the hub id would fail preflight for want of the model
+    (tmp_path / "config.json").write_text("{}")
+    app, _ = app_config(
+        [f"recipe=editcoder-{size}", "data.datasets=[{synthetic: 10}]", f"recipe.model.path={tmp_path}"]
+    )
     preflight(app)  # auto: no flash-attn needed
+
+
+def test_preflight_refuses_a_base_model_that_is_neither_a_folder_nor_reachable(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for path, words in ((tmp_path / "missing", "no such folder"), ("someone/uncached-model", "offline")):
+        app, _ = app_config(
+            ["recipe=editcoder-1.3b", "data.datasets=[{synthetic: 10}]", f"recipe.model.path={path}"]
+        )
+        with pytest.raises(ConfigError, match=words):
+            preflight(app)
 
 
 def test_wandb_enabled_false_turns_wandb_off_and_keeps_other_trackers():
