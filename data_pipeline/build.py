@@ -29,9 +29,14 @@ def to_build_config(cfg: Any) -> BuildConfig:
 
 
 def preflight(cfg: BuildConfig) -> None:
-    """A hub source finds out now whether the hub is reachable (no retry storm offline)."""
+    """A hub source finds out now whether the hub is reachable (no retry storm offline), and the
+    decontamination's benchmarks are checked now, not after the stages before it."""
     if cfg.source.kind == "hub" or cfg.push_to_hub:
         hub_offline()
+    if cfg.pipeline.decontaminate.enabled:
+        from data_pipeline.decontam import usable_sources
+
+        usable_sources(cfg.pipeline.decontaminate)
 
 
 def build(cfg: BuildConfig, resolved: dict[str, Any]) -> None:

@@ -89,8 +89,10 @@ class DedupOptions:
             raise ValueError(f"pipeline.dedup.text={self.text!r}: choose one of {tuple(TEXT_COLUMNS)}")
 
 
-def _default_benchmarks() -> list[Any]:
-    return [{"name": "canitedit"}, {"name": "humanevalfix"}]
+def default_benchmarks() -> list[Any]:
+    """CanItEdit (on the hub; skipped with a notice where the hub cannot be reached), HumanEvalFix and
+    the fixtures (both shipped in the repository)."""
+    return [{"name": "canitedit"}, {"name": "humanevalfix"}, {"name": "fixtures"}]
 
 
 @dataclass
@@ -99,7 +101,7 @@ class DecontamOptions:
     # Read by eval's own loaders (core.benchmarks), e.g. [{name: canitedit}, {name: humanevalfix,
     # languages: [python, js]}, {name: canitedit, path: FILE.jsonl}]; `path: null` is the default source.
     # Each entry takes the options of the benchmark it names (BenchmarkOptions once validated).
-    benchmarks: list[Any] = field(default_factory=_default_benchmarks)
+    benchmarks: list[Any] = field(default_factory=default_benchmarks)
     threshold: float = 0.5  # Jaccard of code shingles above which a row counts as a copy
     match_instructions: bool = True  # identical (normalised) instructions are dropped too
     columns: list[str] = field(default_factory=lambda: ["before", "after"])  # the code compared

@@ -16,6 +16,7 @@ keep it in the list.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -25,17 +26,62 @@ from datasets import Dataset
 
 from core.benchmarks import Benchmark, load_every_variant, options_from
 from core.benchmarks.options import BenchmarkOptions
+from core.errors import ConfigError
+from core.hub import existing_path, hub_offline, is_hub
 from core.neardup.instructions import normalize_instruction
 from core.neardup.pairs import ReferenceIndex
-from data_pipeline.config import DecontamOptions, DedupOptions
+from data_pipeline.config import DecontamOptions, DedupOptions, default_benchmarks
 from data_pipeline.executors import Executor
 from data_pipeline.stages import StageResult, split_by_reason
+
+
+log = logging.getLogger(__name__)
 
 
 def source_label(source: BenchmarkOptions | Mapping[str, Any]) -> str:
     """How a benchmark is named in the manifest: its name, plus its path when not the default."""
     options = options_from(source)
     return options.name if options.path is None else f"{options.name}:{options.path}"
+
+
+def usable_sources(
+    opts: DecontamOptions, key: str = "pipeline.decontaminate.benchmarks"
+) -> tuple[list[Any], list[str]]:
+    """(the sources to check against, the labels of those skipped). Decided at start-up and again by
+    the stage, the same way: a local path must exist; a source on the hub only, where the hub cannot
+    be reached, is skipped when it is one of the defaults (with a one-line notice, once) and fails
+    with one line naming ``key`` when the user named it."""
+    defaults = {source_label(s) for s in default_benchmarks()}
+    usable, skipped = [], []
+    for source in opts.benchmarks:
+        options = options_from(source, key)
+        label = source_label(options)
+        on_hub = is_hub(options.path) if options.path is not None else options.hub_default
+        if options.path is not None and not on_hub:
+            existing_path(
+                options.path, f"{key}[{label}].path", "or leave path null for the benchmark's own source"
+            )
+        if on_hub and hub_offline():
+            if label not in defaults:
+                raise ConfigError(
+                    f"{key}: {label} is on the hub, which is offline or unreachable here; pass a local copy "
+                    f"({{name: {options.name}, path: FILE}}) or drop it from the list"
+                )
+            skipped.append(label)
+            if label not in _NOTIFIED:
+                _NOTIFIED.add(label)
+                log.warning(
+                    "decontamination: %s is on the hub only, which is offline or unreachable here: skipped "
+                    "(set %s with a local copy of it to check against it)",
+                    label,
+                    key,
+                )
+            continue
+        usable.append(source)
+    return usable, skipped
+
+
+_NOTIFIED: set[str] = set()
 
 
 def load_benchmarks(sources: list[Any]) -> list[Benchmark]:
@@ -95,7 +141,8 @@ def decontaminate(
     ds: Dataset, opts: DecontamOptions, dedup: DedupOptions, executor: Executor
 ) -> tuple[Dataset, StageResult]:
     """Rows that copy no benchmark; signatures are computed batch by batch and never gathered."""
-    index = BenchmarkIndex(load_benchmarks(list(opts.benchmarks)), opts, dedup)
+    sources, skipped = usable_sources(opts)
+    index = BenchmarkIndex(load_benchmarks(sources), opts, dedup)
     if len(ds) == 0:
         return ds, StageResult("decontaminate", input=0, kept=0)
     marked = executor.map_batches(
@@ -112,6 +159,7 @@ def decontaminate(
         dropped=reasons,
         extra={
             "by_benchmark": dict(sorted(by_benchmark.items())),
-            "benchmarks": [source_label(b) for b in opts.benchmarks],
+            "benchmarks": [source_label(b) for b in sources],
+            "skipped_benchmarks": skipped,  # on the hub only, which was unreachable
         },
     )
