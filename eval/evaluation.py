@@ -44,6 +44,20 @@ def _identity(cfg: EvalConfig) -> dict[str, Any]:
     }
 
 
+def first_per_split(problems: list, limit: int) -> list:
+    """The first ``limit`` problems of each split (HumanEvalFix's languages, CanItEdit's instruction
+    kinds), in their order: `benchmark.limit=10 benchmark.languages=[python,js]` is ten of each."""
+    counts: dict[str, int] = defaultdict(int)
+    kept = []
+    for problem in problems:
+        wanted = [split for split in problem.splits if counts[split] < limit]
+        if wanted:
+            kept.append(problem)
+            for split in problem.splits:
+                counts[split] += 1
+    return kept
+
+
 class EvalRun:
     def __init__(self, cfg: EvalConfig, resolved: dict[str, Any]):
         cfg.validate()
@@ -52,7 +66,7 @@ class EvalRun:
         options = cfg.benchmark
         self.kind = get_kind(options.name)
         problems = self.kind.load(options)
-        problems = problems[: options.limit] if options.limit else problems
+        problems = first_per_split(problems, options.limit) if options.limit else problems
         self.problems = {p.id: p for p in problems}
         seen: dict[str, None] = {}
         for p in problems:

@@ -287,3 +287,14 @@ def test_another_model_into_the_same_out_is_refused(tmp_path):
     run_eval(["benchmark=fixtures", "model=reference", "gen.n=1", "score.ks=[1]", f"out={tmp_path}"])
     with pytest.raises(UserError, match="model"):
         run_eval(["benchmark=fixtures", "model=identity", "gen.n=1", "score.ks=[1]", f"out={tmp_path}"])
+
+
+def test_benchmark_limit_takes_the_first_problems_of_each_language():
+    from core.benchmarks import load_benchmark
+    from eval.evaluation import first_per_split
+
+    problems = load_benchmark("humanevalfix", None, languages=["python", "js"]).problems
+    kept = first_per_split(problems, 3)
+    assert [p.id for p in kept] == [f"Python/{i}" for i in range(3)] + [f"JavaScript/{i}" for i in range(3)]
+    canitedit_like = load_benchmark("fixtures").problems  # two splits each: the first N problems
+    assert first_per_split(canitedit_like, 2) == canitedit_like[:2]

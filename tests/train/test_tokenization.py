@@ -38,6 +38,14 @@ def test_overlong_rows_are_dropped_or_truncated_and_counted(tiny_tokenizer):
     kept, report = encode_dataset(ds, tiny_tokenizer, FMT, LossOn.completion, 128, Overlong.drop)
     assert (report.input, report.kept, report.dropped) == (3, 1, {"overlong": 2})
     kept, report = encode_dataset(ds, tiny_tokenizer, FMT, LossOn.completion, 128, Overlong.truncate)
-    assert (report.input, report.kept, report.truncated, report.dropped) == (3, 2, 1, {"overlong_prompt": 1})
+    assert (report.input, report.kept, report.truncated, report.dropped) == (3, 3, 2, {})
     assert max(len(ids) for ids in kept["input_ids"]) == 128
+    # a long edit keeps its prompt and the edit's start; a long prompt keeps its end and half the room
+    # for the edit, whose tokens are the targets
+    long_edit, long_prompt = kept[1], kept[2]
+    assert long_edit["labels"][0] == -100 and long_edit["labels"][-1] != -100
+    assert sum(label != -100 for label in long_prompt["labels"]) == min(
+        64, sum(label != -100 for label in kept[0]["labels"])
+    )
+    assert long_prompt["input_ids"][0] == tiny_tokenizer.bos_token_id or tiny_tokenizer.bos_token_id is None
     assert report.input == report.kept + sum(report.dropped.values())
