@@ -34,7 +34,6 @@ from data_pipeline.config import DecontamOptions, DedupOptions, default_benchmar
 from data_pipeline.executors import Executor
 from data_pipeline.stages import StageResult, split_by_reason
 
-
 log = logging.getLogger(__name__)
 
 

@@ -168,9 +168,17 @@ def empty_output(stage: str, summary: dict[str, Any]) -> str | None:
     if made(summary):
         return None
     if stage == "discover" and not summary["candidates"]:
+        name, library = summary.get("import_name"), summary.get("library")
+        if not summary["new_apis"]:
+            return (
+                f"discover: no kept APIs: the new version of {library} lists no public API under "
+                f"import_name={name!r}; if its module is named otherwise than the distribution, pass "
+                "import_name=<the module you import>"
+            )
         return (
             f"discover: no kept APIs: the new version has no public API the old one lacked "
-            f"({summary['new_apis']} public APIs, {summary['old_apis']} before); pick versions further apart"
+            f"({summary['new_apis']} public APIs, {summary['old_apis']} before, read from "
+            f"import_name={name!r}); pick versions further apart, or pass the module you import as import_name"
         )
     reasons = sorted(((n, r) for r, n in dropped(summary).items() if n), reverse=True)[:3]
     why = ", ".join(f"{r} {n}" for n, r in reasons) or "no input"
@@ -192,7 +200,7 @@ def _discover(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
         dated=cfg.dated,
         module_paths=cfg.module_paths,
     )
-    return manifest["counts"]
+    return {**manifest["counts"], "library": cfg.library, "import_name": manifest.get("import_name")}
 
 
 def _bundles(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:

@@ -604,3 +604,21 @@ def test_a_plain_modules_imports_are_no_exports_but_a_packages_are():
     assert namespace(package)[1] == {"DataFrame"}
     plain.__all__ = ["DataFrame"]
     assert namespace(plain)[1] == {"DataFrame"}
+
+
+def test_an_empty_discovery_names_the_import_name_it_read():
+    from data_pipeline.novel_api.app import empty_output
+
+    counts = {"candidates": 0, "kept": 0, "new_apis": 0, "old_apis": 0, "filtered": {}}
+    line = empty_output(
+        "discover", {**counts, "library": "python-dateutil", "import_name": "python_dateutil"}
+    )
+    assert (
+        "import_name='python_dateutil'" in line
+        and "pass import_name=" in line
+        and "further apart" not in line
+    )
+    line = empty_output(
+        "discover", {**counts, "new_apis": 9, "old_apis": 9, "library": "x", "import_name": "x"}
+    )
+    assert "further apart" in line and "import_name='x'" in line
