@@ -76,7 +76,9 @@ def _load_files(path: Path, builder: str, files: list[str]) -> Dataset:
     except DatasetGenerationError as err:
         cause = err.__cause__ or err.__context__ or err
         first = next((line.strip() for line in str(cause).splitlines() if line.strip()), type(cause).__name__)
-        raise DataError(f"{path}: cannot be read as {builder}: {type(cause).__name__}: {first[:300]}") from err
+        raise DataError(
+            f"{path}: cannot be read as {builder}: {type(cause).__name__}: {first[:300]}"
+        ) from err
 
 
 def load_one(spec: DatasetSpec, seed: int) -> Dataset:

@@ -24,7 +24,7 @@ class BenchmarkOptions:
     name: str = "fixtures"
     path: str | None = None  # None: the kind's default source; hub:ID: the hub; else a local file/folder
     splits: list[str] | None = None  # score only these splits
-    limit: int | None = None  # the first N problems of each split (each language, instruction kind): quick runs
+    limit: int | None = None  # the first N problems of each split (language, instruction kind)
 
     # A kind whose path has no default names the command that writes its folder.
     built_by: ClassVar[str | None] = None
