@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import datasets
 from accelerate import PartialState
 from transformers import TrainerCallback, set_seed
 from transformers.trainer_utils import get_last_checkpoint
@@ -113,6 +114,9 @@ class SFTRun:
             # On GPUs accelerate starts DeepSpeed's comm layer; on CPU it must exist before zero.Init.
             deepspeed.init_distributed(dist_backend="gloo")
         state = PartialState()
+        # datasets writes a transform's cache beside its input's files: into a built dataset's own
+        # folder. Disabled, it writes temporary files instead, removed when the run ends.
+        datasets.disable_caching()
         splits = load_edit_splits(self.app.data)
         with state.main_process_first():
             self.tokenizer = load_or_train_tokenizer(

@@ -169,10 +169,13 @@ def test_output_feeds_training_directly(tmp_path):
             "recipe.max_length=1024",
         ]
     )
+    built = sorted(p.relative_to(tmp_path) for p in (tmp_path / "out").rglob("*"))
     run = SFTRun(app, resolved)
     run.setup()
     run.train()
     assert (run.save() / "model.safetensors").exists()
+    # the tokenized and filtered copies were never written beside the built dataset
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "out").rglob("*")) == built
 
 
 def test_the_combined_build_deduplicates_across_builds(tmp_path):
