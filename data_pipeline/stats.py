@@ -63,7 +63,8 @@ def markdown_table(stats: dict[str, Any]) -> str:
     )
 
 
-def plot_statistics(stats: dict[str, Any], folder: Path) -> list[str]:
+def plot_statistics(stats: dict[str, Any], folder: Path, name: str) -> list[str]:
+    """The line-count and initial-verb plots of the dataset ``name``, titled with its name and size."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -76,7 +77,11 @@ def plot_statistics(stats: dict[str, Any], folder: Path) -> list[str]:
     bins = np.linspace(0, min(top, 400), 41)
     ax.hist(counts["before"], bins=bins, alpha=0.6, label="before")
     ax.hist(counts["after"], bins=bins, alpha=0.6, label="after")
-    ax.set(xlabel="lines of code", ylabel="items", title="Lines of code per item")
+    ax.set(
+        xlabel="lines of code",
+        ylabel="items",
+        title=f"Lines of code per item: {name} ({stats['items']} items)",
+    )
     ax.legend()
     fig.tight_layout()
     fig.savefig(folder / "line_counts.png", dpi=100)
@@ -85,7 +90,7 @@ def plot_statistics(stats: dict[str, Any], folder: Path) -> list[str]:
     fig, ax = plt.subplots(figsize=(7, 4))
     verbs = stats["top_verbs"][:15]
     ax.barh([v or "(empty)" for v, _ in reversed(verbs)], [n for _, n in reversed(verbs)])
-    ax.set(xlabel="items", title="Most common initial verbs")
+    ax.set(xlabel="items", title=f"Most common initial verbs: {name} ({stats['items']} items)")
     fig.tight_layout()
     fig.savefig(folder / "top_verbs.png", dpi=100)
     plt.close(fig)
@@ -96,7 +101,7 @@ def write_statistics(ds: Dataset, folder: Path, plots: bool = True) -> dict[str,
     """Write stats.json, stats.md and plots into `folder`; return the figures."""
     stats = compute_statistics(ds)
     if plots:
-        stats["plots"] = plot_statistics(stats, folder / "plots")
+        stats["plots"] = plot_statistics(stats, folder / "plots", folder.resolve().name)
     stats.pop("_line_counts")
     (folder / "stats.json").write_text(json.dumps(stats, indent=2))
     (folder / "stats.md").write_text(markdown_table(stats))
