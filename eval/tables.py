@@ -3,6 +3,7 @@
     python -m eval.tables apiupdate runs/apiupdate/*/        # Tables 4-7 and 9-14
     python -m eval.tables novelapi runs/novelapi/*/          # the cell table, cross-model pass@1, failure stacks
     python -m eval.tables audit audits/canitedit audits/editbench   # Table 1, the RQ2/RQ3 figures
+    python -m eval.tables compare runs/eval-a runs/eval-b --out t/compare.md   # runs side by side (+ .png)
 
 Each paper's module (`eval/<paper>/tables.py`) has `tables(runs) -> str` (Markdown); a folder
 that is not a finished run of that kind stops with one line naming it.
@@ -24,6 +25,7 @@ PAPERS = {
     "apiupdate": ("eval.apiupdate.tables", "the API-update editing study (python -m eval.apiupdate_edit)"),
     "novelapi": ("eval.novelapi.tables", "NovelAPIBench (python -m eval.run benchmark=novelapi)"),
     "audit": ("eval.audit.tables", "the benchmark audit (python -m eval.audit)"),
+    "compare": ("eval.compare.tables", "ordinary evaluation runs (python -m eval.run)"),
 }
 
 
@@ -54,9 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", nargs="+", type=Path, help="finished run folders")
     parser.add_argument("--out", type=Path, help="write the tables here (default: print them)")
     args = parser.parse_args(argv)
-    module, _ = PAPERS[args.paper]
+    module = importlib.import_module(PAPERS[args.paper][0])
     try:
-        text = importlib.import_module(module).tables(args.runs)
+        text = module.tables(args.runs)
+        if args.out and hasattr(module, "plot"):  # its figure beside the tables
+            module.plot(args.runs, args.out.with_suffix(".png"))
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

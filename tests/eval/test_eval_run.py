@@ -298,3 +298,32 @@ def test_benchmark_limit_takes_the_first_problems_of_each_language():
     assert [p.id for p in kept] == [f"Python/{i}" for i in range(3)] + [f"JavaScript/{i}" for i in range(3)]
     canitedit_like = load_benchmark("fixtures").problems  # two splits each: the first N problems
     assert first_per_split(canitedit_like, 2) == canitedit_like[:2]
+
+
+def test_eval_tables_compare_puts_runs_of_several_models_side_by_side(tmp_path):
+    for model in ("reference", "identity"):
+        run_eval(
+            [
+                "benchmark=fixtures",
+                f"model={model}",
+                "gen.n=1",
+                "score.excess_code=false",
+                f"out={tmp_path / model}",
+            ]
+        )
+    out = tmp_path / "tables" / "compare.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "eval.tables", "compare", str(tmp_path / "reference"), str(tmp_path / "identity"),
+         "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    assert "## fixtures" in text and f"reference (`{tmp_path / 'reference'}`)" in text
+    assert "| descriptive | pass@1 | 100.0 ± 0.0 | 0.0 ± 0.0 |" in text
+    assert out.with_suffix(".png").stat().st_size > 1000
+    bad = subprocess.run(
+        [sys.executable, "-m", "eval.tables", "compare", str(tmp_path / "nothing")],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert bad.returncode == 2 and bad.stderr.startswith("error:") and "python -m eval.run" in bad.stderr
