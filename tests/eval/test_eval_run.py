@@ -87,14 +87,15 @@ def test_interface_overrides_reach_the_config_and_the_generation_request(tmp_pat
     assert cfg.model.kind == "reference" and cfg.out == str(tmp_path)
     sent = _requests_sent(endpoint, tmp_path / "over", overrides)
     assert len(sent) == 2  # one problem, two instruction kinds
+    from core.benchmarks import load_benchmark
+    from eval.generation.base import sample_seed
+
+    first = load_benchmark("fixtures").problems[0].id
+    # each request seeded by its first sample's own seed, derived from gen.seed (eval/generation/openai.py)
+    seeds = {sample_seed(7, first, split, 0) for split in ("descriptive", "lazy")}
+    assert {body["seed"] for body in sent} == seeds
     for body in sent:
-        assert (body["n"], body["temperature"], body["top_p"], body["max_tokens"], body["seed"]) == (
-            3,
-            0.8,
-            0.9,
-            64,
-            7,
-        )
+        assert (body["n"], body["temperature"], body["top_p"], body["max_tokens"]) == (3, 0.8, 0.9, 64)
     assert sent[0]["prompt"].startswith("## Code Before:\n")
     # without overrides: the CanItEdit paper's sampling, up to 8192 new tokens
     default = _requests_sent(endpoint, tmp_path / "default", [])
