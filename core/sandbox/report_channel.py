@@ -10,7 +10,6 @@ replacement and cut to one line. Standard library only.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import signal
@@ -135,17 +134,3 @@ def records(channel: bytes, token: bytes) -> str:
     prefix = token + b" "
     lines = [line[len(prefix) :] for line in channel.split(b"\n") if line.startswith(prefix)]
     return b"\n".join(lines).decode("utf-8", errors="replace")
-
-
-def token_descriptors(key_fd: int, report_fd: int) -> None:
-    """Two pipes at the descriptors a command uses: ``key_fd`` at 3, ``report_fd`` at 4 (the run
-    token's, which the tests read from 3 and write back to 4; a split command's channel, from and to
-    the trusted side), inherited across exec; moved high first, since either may sit at 3 or 4 now."""
-    key, report = (
-        fcntl.fcntl(key_fd, fcntl.F_DUPFD_CLOEXEC, 10),
-        fcntl.fcntl(report_fd, fcntl.F_DUPFD_CLOEXEC, 10),
-    )
-    os.dup2(key, 3)
-    os.dup2(report, 4)
-    os.close(key)
-    os.close(report)

@@ -11,6 +11,7 @@ filter it inherits from the server. Standard library only.
 from __future__ import annotations
 
 import builtins
+import fcntl
 import os
 import resource
 import signal
@@ -19,12 +20,12 @@ from typing import NoReturn
 try:  # in the sandbox the harness loads these files from its own folder
     import split_candidate
     from python_runner import flush_stdio, main_module, run_python
-    from report_channel import channel_writer, token_descriptors
+    from report_channel import channel_writer
     from zygote import read_payload
 except ImportError:
     from core.sandbox import split_candidate
     from core.sandbox.python_runner import flush_stdio, main_module, run_python
-    from core.sandbox.report_channel import channel_writer, token_descriptors
+    from core.sandbox.report_channel import channel_writer
     from core.sandbox.zygote import read_payload
 
 PR_SET_PDEATHSIG = 1
@@ -80,9 +81,9 @@ def become_run(server, job: dict, fds: dict[str, int]) -> NoReturn:
             guard_forks = server.native.guard_forks
             run_python(job, main_path, collector, key_fd, report_fd, data_fd, writable, guard_forks)
         if job.get("split"):  # a split command's candidate: the channel at 3 (in) and 4 (out)
-            token_descriptors(fds["read"], fds["write"])
-        elif job.get("run_token"):
-            token_descriptors(key_fd, report_fd)
+            place_descriptors({3: fds["read"], 4: fds["write"]})
+        elif job.get("run_token"):  # the tests read the token from 3 and write it back to 4
+            place_descriptors({3: key_fd, 4: report_fd})
         exec_command(job["argv"])
     except BaseException as exc:  # the harness failed in the child: never return to the zygote's loop
         os.write(2, f"sandbox harness: {exc!r}\n".encode())
@@ -117,6 +118,15 @@ def set_rlimits(limits: dict, nproc_base: int, base_vm: int) -> None:
         hard = resource.getrlimit(res)[1]
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)
         resource.setrlimit(res, (value, value))  # hard too: the program cannot raise it back
+
+
+def place_descriptors(fds: dict[int, int]) -> None:
+    """Each descriptor of ``fds`` at its number, inherited across exec (copied high first, since one
+    may sit where another goes; the originals stay close-on-exec)."""
+    copies = {number: fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for number, fd in fds.items()}
+    for number, fd in copies.items():
+        os.dup2(fd, number)
+        os.close(fd)
 
 
 def close_fds_except(keep: set[int]) -> None:

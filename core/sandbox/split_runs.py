@@ -12,7 +12,6 @@ the run's limits differ. Standard library only.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import signal
 import socket
@@ -22,7 +21,14 @@ from typing import NoReturn
 try:  # in the sandbox the harness loads these files from its own folder
     import trusted_server
     from report_channel import retires, split_verdict
-    from run_process import PR_SET_PDEATHSIG, STOP_SIGNALS, close_fds_except, exec_command, set_rlimits
+    from run_process import (
+        PR_SET_PDEATHSIG,
+        STOP_SIGNALS,
+        close_fds_except,
+        exec_command,
+        place_descriptors,
+        set_rlimits,
+    )
     from scratch_folders import inside, write_file
     from zygote import payload_fd
 except ImportError:
@@ -33,6 +39,7 @@ except ImportError:
         STOP_SIGNALS,
         close_fds_except,
         exec_command,
+        place_descriptors,
         set_rlimits,
     )
     from core.sandbox.scratch_folders import inside, write_file
@@ -119,26 +126,31 @@ class SplitRuns:
         """Become the trusted process of split runs (never returns): the tests of run after run, no
         candidate code; it exits where a run left state it cannot put back (trusted_server.py)."""
         try:
-            self.native.prctl_set(PR_SET_PDEATHSIG, signal.SIGKILL)
-            os.setsid()
-            os.close(signal.set_wakeup_fd(-1))
-            for sig in (signal.SIGCHLD, *STOP_SIGNALS):
-                signal.signal(sig, signal.SIG_DFL)
             null = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):
-                os.dup2(null, fd)
-            close_fds_except({sock.fileno()})
-            set_rlimits(limits, self.nproc_base, self.base_vm)
-            os.chdir("/")
-            self.confine.drop_capabilities()
-            if self.filtered:  # like every run: no signal to the server or the zygote
-                machine = os.uname().machine
-                self.confine.install_filter(self.seccomp.protect(machine, (os.getppid(), self.pid)))
+            self._become_trusted(limits, {0: null, 1: null, 2: null}, keep={sock.fileno()})
             trusted_server.serve(sock)
         except BaseException as exc:
             with contextlib.suppress(BaseException):
                 os.write(2, f"sandbox harness (trusted side): {exc!r}\n".encode())
         os._exit(0)
+
+    def _become_trusted(self, limits: dict, fds: dict[int, int], keep: frozenset | set = frozenset()) -> None:
+        """What both kinds of trusted process are, in the server's fork: a session of their own, dead
+        with the server, ``fds`` at their numbers and nothing else but ``keep``, the run's rlimits,
+        no capabilities, and, like every run, no signal to the server or the zygote."""
+        self.native.prctl_set(PR_SET_PDEATHSIG, signal.SIGKILL)
+        os.setsid()
+        os.close(signal.set_wakeup_fd(-1))
+        for sig in (signal.SIGCHLD, *STOP_SIGNALS):
+            signal.signal(sig, signal.SIG_DFL)
+        place_descriptors(fds)
+        close_fds_except(set(fds) | set(keep))
+        set_rlimits(limits, self.nproc_base, self.base_vm)
+        os.chdir("/")
+        self.confine.drop_capabilities()
+        if self.filtered:
+            machine = os.uname().machine
+            self.confine.install_filter(self.seccomp.protect(machine, (os.getppid(), self.pid)))
 
     def _execute_split_command(self, job: dict) -> dict:
         """A split command (JavaScript's tests): the trusted command, which the server forks and which
@@ -193,21 +205,7 @@ class SplitRuns:
         """Become a split command's trusted side (never returns): ``fds`` at their numbers, the run's
         rlimits, no capabilities, the seccomp filter of every run, then ``argv``."""
         try:
-            self.native.prctl_set(PR_SET_PDEATHSIG, signal.SIGKILL)
-            os.setsid()
-            os.close(signal.set_wakeup_fd(-1))
-            for sig in (signal.SIGCHLD, *STOP_SIGNALS):
-                signal.signal(sig, signal.SIG_DFL)
-            moved = {number: fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for number, fd in fds.items()}
-            for number, fd in moved.items():
-                os.dup2(fd, number)  # inheritable, unlike the copies
-            close_fds_except(set(moved))
-            set_rlimits(limits, self.nproc_base, self.base_vm)
-            os.chdir("/")
-            self.confine.drop_capabilities()
-            if self.filtered:  # like every run: no signal to the server or the zygote
-                machine = os.uname().machine
-                self.confine.install_filter(self.seccomp.protect(machine, (os.getppid(), self.pid)))
+            self._become_trusted(limits, fds)
             exec_command(argv)
         except BaseException as exc:
             with contextlib.suppress(BaseException):
