@@ -44,7 +44,7 @@ const codec = editforgeCodec(
   },
 );
 
-const stand_in = (error) => {
+const standIn = (error) => {
   const kinds = { TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError };
   const name = error && typeof error.name === 'string' ? error.name : 'Error';
   const made = new (Object.prototype.hasOwnProperty.call(kinds, name) ? kinds[name] : Error)(
@@ -71,7 +71,7 @@ const request = (message, containers = []) => {
       if (!('reply' in reply)) { breakRun('an unexpected message from the program'); }
       const answer = reply.reply;
       if (answer === null || typeof answer !== 'object') { breakRun('a malformed answer from the program'); }
-      if ('error' in answer) { throw stand_in(answer.error); }
+      if ('error' in answer) { throw standIn(answer.error); }
       const value = codec.decode(answer.value);
       if (Array.isArray(answer.args)) {
         containers.forEach((target, i) => {
@@ -163,7 +163,7 @@ const usedNames = (text) => {
   const token = /\/\/[^\n]*|\/\*[\s\S]*?\*\/|'(?:\\[\s\S]|[^'\\\n])*'|"(?:\\[\s\S]|[^"\\\n])*"|`(?:\\[\s\S]|[^`\\])*`|(\.\s*)?([A-Za-z_$][\w$]*)/g;
   let match;
   while ((match = token.exec(text)) !== null) {
-    if (match[0][0] === '`') { usedNames(match[0].slice(1, -1).replace(/^[\s\S]*?\$\{|\}[^$]*$/g, ' ')).forEach((n) => names.add(n)); }
+    if (match[0][0] === '`') { usedNames(match[0].slice(1, -1)).forEach((n) => names.add(n)); } // ${...} inside: asking too many is harmless
     if (match[2] !== undefined && match[1] === undefined && !KEYWORDS.has(match[2])) { names.add(match[2]); }
   }
   return names;
