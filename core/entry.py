@@ -39,6 +39,9 @@ class App:
     preflight: Callable[[Any], None] | None = None  # machine checks before anything heavy
     config_dir: Path = CONFIG_DIR  # an app whose groups would clash with others' has a folder of its own
     output_key: str = "out"  # the config key of the folder that keeps finished work (named on Ctrl-C)
+    interrupted: str = (
+        ""  # what Ctrl-C keeps, where a run does not resume ({out}: the folder); "": it resumes
+    )
 
 
 def run_app(app: App, argv: list[str] | None = None) -> None:
@@ -74,6 +77,8 @@ def interrupted_message(app: App, validated: list[Any]) -> str:
     value: Any = validated[0]
     for part in app.output_key.split("."):
         value = getattr(value, part, None)
+    if app.interrupted:
+        return app.interrupted.format(out=f"{app.output_key}={value}")
     if value is None:
         return "what finished is kept; the same command goes on from there"
     return f"what finished is kept in {app.output_key}={value}; the same command resumes from there"

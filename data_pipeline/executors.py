@@ -33,6 +33,7 @@ import pyarrow as pa
 from datasets import Dataset
 from tqdm.auto import tqdm
 
+from core.errors import UserError
 from data_pipeline.shards import ArrowSource, arrow_source, batches, dataset_from_files, write_arrow
 
 BatchFn = Callable[..., dict[str, list]]
@@ -128,10 +129,16 @@ class RayExecutor:
         import ray
 
         if not ray.is_initialized():
-            ray.init(
-                address=address, num_cpus=num_cpus if address is None else None,
-                include_dashboard=False, log_to_driver=False, configure_logging=False,
-            )  # fmt: skip
+            try:
+                ray.init(
+                    address=address, num_cpus=num_cpus if address is None else None,
+                    include_dashboard=False, log_to_driver=False, configure_logging=False,
+                )  # fmt: skip
+            except ConnectionError as e:
+                raise UserError(
+                    f"executor.address={address!r}: no Ray cluster to join ({e}); start one (ray start --head) "
+                    "or leave executor.address empty for a Ray on this machine"
+                ) from None
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False
         self.batch_size, self.shard_rows, self.partition_rows = batch_size, shard_rows, partition_rows

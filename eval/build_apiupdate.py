@@ -143,7 +143,14 @@ def run(cfg: BuildAPIUpdateConfig, resolved: dict[str, Any]) -> None:
     print(count_table(result.manifest))
 
 
-APP = App("build", BuildAPIUpdateConfig, run=run, preflight=preflight, config_dir=CONFIG_DIR)
+APP = App(
+    "build",
+    BuildAPIUpdateConfig,
+    run=run,
+    preflight=preflight,
+    config_dir=CONFIG_DIR,
+    interrupted="nothing was written to {out} (the build writes it at its end); the same command starts over",
+)
 
 if __name__ == "__main__":
     run_app(APP)

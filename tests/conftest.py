@@ -55,6 +55,24 @@ def local_server(handler: type) -> Iterator[str]:
         httpd.server_close()
 
 
+def fresh_clone(dest: Path) -> Path:
+    """A `git clone` of this repository (its history is what the quickstart mines), with the
+    working tree's tracked files copied over it, so uncommitted changes are what runs."""
+    import shutil
+    import subprocess
+
+    def git(*args: str, cwd: Path) -> str:
+        return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+    git("clone", "--quiet", "--no-hardlinks", str(REPO), str(dest), cwd=REPO)
+    for name in git("ls-files", "-z", cwd=REPO).split("\0"):
+        src = REPO / name
+        if name and src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    return dest
+
+
 def compose(overrides: list[str]):
     """Compose configs/sft.yaml with `overrides`, exactly as `train/sft.py` does."""
     from hydra import compose as hydra_compose

@@ -134,7 +134,7 @@ def preflight(cfg: NovelAPIConfig) -> None:
 
 
 def run(cfg: NovelAPIConfig, resolved: dict[str, Any]) -> None:
-    out = Path(cfg.out)
+    out = Path(cfg.out).absolute()  # the stages run tools in other folders (a venv's python, uv)
     started = time.monotonic()
     order = STAGES[:-1] if cfg.stage == "all" else (cfg.stage,)
     for stage in order:
@@ -358,4 +358,11 @@ STEPS = {
     "validate": _validate,
     "corpus": _corpus,
 }
-APP = App("novel_api", NovelAPIConfig, run=run, preflight=preflight)
+APP = App(
+    "novel_api",
+    NovelAPIConfig,
+    run=run,
+    preflight=preflight,
+    interrupted="the finished stages' files and the installed versions are in {out}; the same command runs "
+    "the stages again, reusing the installed versions",
+)

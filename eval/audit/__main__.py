@@ -105,8 +105,9 @@ def run(cfg: AuditConfig, resolved: dict[str, Any]) -> None:
         s.backend, limits=s.limits, workers=s.workers, strict=s.strict, read_only=paths
     ) as sandbox:
         audit = run_audit(
-            cfg.benchmark.name, problems, sandbox, s.limits, options, lambda step: log.info("audit: %s", step)
-        )
+            cfg.benchmark.name, problems, sandbox, s.limits, options,
+            lambda step: log.info("audit: %s", step), keep=Path(cfg.out) / "steps",
+        )  # fmt: skip
     audit["config"] = resolved
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -14,17 +14,17 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
-
-from tqdm.auto import tqdm
 
 from core.problems import Problem
 from core.sandbox import SandboxLimits
 from core.sandbox.declared import imported_roots
 from eval.audit import density as density_mod
-from eval.audit import distributions, independence, linecoverage, mutation, scope, unsolved, validity
+from eval.audit import distributions, independence, linecoverage, mutation, scope, steps, unsolved, validity
 from eval.audit.classify import ClassifierConfig, classify
 from eval.audit.labels import EMERGING
+from eval.audit.steps import StepStore, in_chunks
 
 log = logging.getLogger("eval.audit")
 
@@ -59,7 +59,9 @@ def run_audit(
     limits: SandboxLimits,
     options: AuditOptions,
     progress: Callable[[str], None] | None = None,
+    keep: Path | None = None,
 ) -> dict[str, Any]:
+    """The audit of `problems`; `keep` (a folder) keeps each step's rows as they finish (steps.py)."""
     started, timings = time.monotonic(), {}
     say = progress or (lambda step: None)
 
@@ -72,32 +74,44 @@ def run_audit(
         return result
 
     every = list(problems)
+    store = StepStore(keep, steps.identity(name, every, options, limits))
     # first: a served classifier that cannot be reached stops the audit before the sandbox work
     labels, classified = step("classify", lambda: classify(every, options.classifier))
     # A benchmark whose problems need what this machine lacks (EDIT-Bench's pytest/jest folders)
     # gets the checks that need no run; the rest are reported as not run, never guessed.
     problems = [p for p in every if not p.not_runnable]
-    checks = step("validity", lambda: validity.check_validity(problems, sandbox, limits, options.repeats))
+
+    def chunked(label: str, work: Callable[[list[Problem]], dict], size: int = 16) -> dict[str, dict]:
+        return step(label, lambda: in_chunks(store, label, problems, work, size))
+
+    checks = chunked(
+        "validity", lambda chunk: validity.check_validity(chunk, sandbox, limits, options.repeats)
+    )
     densities = {p.id: density_mod.density(p) for p in every}  # needs no run: every problem
-    coverage = step("coverage", lambda: linecoverage.measure(problems, sandbox, limits))
+    coverage = chunked("coverage", lambda chunk: linecoverage.measure(chunk, sandbox, limits))
     mutations: dict[str, dict] = {}
     if options.mutation:
 
-        def mutate() -> None:
-            for p in tqdm(problems, desc="audit: mutation", unit="problem"):
-                if p.language == "python" and checks[p.id]["pass_after"]:
-                    mutations[p.id] = mutation.run_mutants(
-                        p, sandbox, cap=options.mutants_per_region, seed=options.seed,
-                        timeout_factor=options.timeout_factor,
-                    ).as_dict()  # fmt: skip
+        def mutate(chunk: list[Problem]) -> dict[str, dict]:
+            return {
+                p.id: mutation.run_mutants(
+                    p,
+                    sandbox,
+                    cap=options.mutants_per_region,
+                    seed=options.seed,
+                    timeout_factor=options.timeout_factor,
+                ).as_dict()  # fmt: skip
+                for p in chunk
+                if p.language == "python" and checks[p.id]["pass_after"]
+            }
 
-        step("mutation", mutate)
+        mutations = chunked("mutation", mutate, size=1)
     scopes: dict[str, dict] = {}
     if options.scope:
         executable = {
             pid: set(row["executable"]) for pid, row in coverage.items() if row["coverage"] is not None
         }
-        scopes = step("scope", lambda: scope.test_scope(problems, sandbox, limits, executable))
+        scopes = chunked("scope", lambda chunk: scope.test_scope(chunk, sandbox, limits, executable))
     shared = step("independence", lambda: independence.shared_codebases(every))
     table1 = distributions.table1(every)
     rows = []

@@ -13,8 +13,6 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from core.problems import Problem
 from core.sandbox import SandboxLimits
 from eval.execute import run_programs
@@ -26,30 +24,22 @@ def check_validity(
     """Per problem id: pass_after, fail_before, flaky, and the statuses of every run."""
     runs: dict[str, dict[str, list]] = {p.id: {"after": [], "before": []} for p in problems}
     first = [(p, side) for p in problems for side in ("after", "before")]
-    with tqdm(total=len(first) * max(1, repeats), desc="audit: validity", unit="run") as bar:
-        _run(first, sandbox, limits, runs, bar)
-        again = [
-            (p, side)
-            for _ in range(repeats - 1)
-            for p in problems
-            for side in ("after", "before")
-            if not (side == "before" and runs[p.id]["before"][0].status == "timeout")
-        ]
-        bar.total = len(first) + len(again)  # a code before the edit that timed out is not run again
-        bar.refresh()
-        _run(again, sandbox, limits, runs, bar)
+    _run(first, sandbox, limits, runs)
+    again = [  # a code before the edit that timed out is not run again
+        (p, side)
+        for _ in range(repeats - 1)
+        for p in problems
+        for side in ("after", "before")
+        if not (side == "before" and runs[p.id]["before"][0].status == "timeout")
+    ]
+    _run(again, sandbox, limits, runs)
     return {p.id: _verdict(runs[p.id]) for p in problems}
 
 
-def _run(jobs: list[tuple[Problem, str]], sandbox, limits: SandboxLimits, runs: dict, bar) -> None:
+def _run(jobs: list[tuple[Problem, str]], sandbox, limits: SandboxLimits, runs: dict) -> None:
     programs = [(p, p.program(getattr(p, side))) for p, side in jobs]
-    for start in range(0, len(programs), 64):
-        chunk = programs[start : start + 64]
-        for (problem, side), result in zip(
-            jobs[start : start + 64], run_programs(sandbox, chunk, limits), strict=True
-        ):
-            runs[problem.id][side].append(result)
-        bar.update(len(chunk))
+    for (problem, side), result in zip(jobs, run_programs(sandbox, programs, limits), strict=True):
+        runs[problem.id][side].append(result)
 
 
 def _verdict(runs: dict[str, list]) -> dict[str, Any]:

@@ -176,3 +176,21 @@ def test_a_model_path_that_cannot_load_is_one_line_and_leaves_no_out_folder(tmp_
     proc, _ = run(EVAL, "benchmark=fixtures", f"model.path={folder}", "gen.n=1", f"out={out}", cwd=tmp_path)
     assert_one_line_error(proc, "model.path")
     assert not out.exists()
+
+
+def test_the_ctrl_c_line_says_whether_the_same_command_resumes():
+    from types import SimpleNamespace
+
+    from core.entry import App, interrupted_message
+
+    cfg = SimpleNamespace(out="runs/x", run=SimpleNamespace(output_dir="runs/t"))
+    resumes = App("eval", object, run=print)
+    assert interrupted_message(resumes, []) == "nothing was started"
+    assert interrupted_message(resumes, [cfg]) == (
+        "what finished is kept in out=runs/x; the same command resumes from there"
+    )
+    assert "run.output_dir=runs/t" in interrupted_message(
+        App("sft", object, run=print, output_key="run.output_dir"), [cfg]
+    )
+    starts_over = App("build", object, run=print, interrupted="nothing was written to {out}; it starts over")
+    assert interrupted_message(starts_over, [cfg]) == "nothing was written to out=runs/x; it starts over"

@@ -1,10 +1,9 @@
-"""Decontamination offline, through `python -m data_pipeline.build`: the README's git-mining command
-works word for word (CanItEdit, on the hub only, is skipped with one notice at start-up and listed
-in the manifest); a hub benchmark the user named stops the build at start-up with one line."""
+"""Decontamination offline, through `python -m data_pipeline.build`: a hub benchmark the user named
+stops the build at start-up with one line. (The README's git-mining command, where CanItEdit is
+skipped with one notice, runs word for word in tests/test_readme_commands.py.)"""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -39,21 +38,6 @@ def _repository(path: Path) -> Path:
         _git(path, "add", "shapes.py")
         _git(path, "commit", "-q", "-m", subject)
     return path
-
-
-def test_the_readme_mining_command_works_offline_and_says_what_it_skipped(tmp_path):
-    repo = _repository(tmp_path / "repo1")
-    out = tmp_path / "commits2023ft"
-    command = [sys.executable, "-m", "data_pipeline.build", "pipeline=commits2023ft", "source=git",
-               f"source.repos=[{repo}]", f"out={out}"]  # fmt: skip
-    done = subprocess.run(command, cwd=tmp_path, env=OFFLINE, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    notices = [line for line in done.stderr.splitlines() if "decontamination: canitedit" in line]
-    assert len(notices) == 1 and "skipped" in notices[0], done.stderr[-3000:]
-    manifest = json.loads((out / "manifest.json").read_text())
-    stage = next(s for s in manifest["stages"] if s["name"] == "decontaminate")
-    assert stage["extra"]["skipped_benchmarks"] == ["canitedit"]
-    assert stage["extra"]["benchmarks"] == ["humanevalfix", "fixtures"]
 
 
 def test_a_hub_benchmark_named_offline_stops_the_build_at_start_up(tmp_path):

@@ -11,32 +11,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, fresh_clone
 
 pytestmark = pytest.mark.slow
-
-
-def _git(*args: str, cwd: Path) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
-def _fresh_clone(dest: Path) -> Path:
-    """A `git clone` of this repository (its history is what the quickstart mines), with the
-    working tree's tracked files copied over it, so uncommitted changes are what runs."""
-    _git("clone", "--quiet", "--no-hardlinks", str(REPO), str(dest), cwd=REPO)
-    for name in _git("ls-files", "-z", cwd=REPO).split("\0"):
-        src = REPO / name
-        if name and src.is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / name)
-    return dest
 
 
 @pytest.mark.skipif(
     shutil.which("git") is None or not (REPO / ".git").exists(), reason="needs git and a git checkout"
 )
 def test_quickstart_runs_offline_on_a_fresh_clone(tmp_path):
-    clone = _fresh_clone(tmp_path / "clone" / "editforge")
+    clone = fresh_clone(tmp_path / "clone" / "editforge")
     assert not (clone.parent / "shared").exists()
     assert "shared" not in (clone / "scripts" / "quickstart.sh").read_text()
     out = tmp_path / "out"
