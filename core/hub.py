@@ -111,6 +111,25 @@ def load_hub_dataset(ref: str, subset: str | None, split: str, key: str, streami
         ) from err
 
 
+def check_hub_dataset(ref: str, subset: str | None, key: str) -> None:
+    """Offline, a hub dataset the cache does not hold is one UserError now, before a job creates its
+    output folder; online, loading it later says what went wrong."""
+    if not hub_offline():
+        return
+    import datasets
+
+    try:
+        datasets.load_dataset_builder(hub_id(ref), subset)
+    except Exception as err:  # any failure offline means it cannot load
+        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise UserError(
+            f"{key}: cannot load hub dataset {hub_id(ref)}"
+            + (f" [{subset}]" if subset else "")
+            + f" (not in the local cache and the hub is offline: {detail[:200]}); download it and pass a "
+            "local path instead"
+        ) from err
+
+
 def check_model_ref(ref: str, key: str) -> None:
     """A model reference that can load: a local folder that exists, or a hub id (org/name) that the
     hub serves or, offline, the cache holds; else one ConfigError naming the key and the fix."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from core.config import to_validated
 from core.entry import App, run_app
-from core.hub import hub_offline
+from core.hub import check_hub_dataset, hub_offline
 from data_pipeline.config import BuildConfig
 
 log = logging.getLogger("data_pipeline.build")
@@ -29,10 +29,13 @@ def to_build_config(cfg: Any) -> BuildConfig:
 
 
 def preflight(cfg: BuildConfig) -> None:
-    """A hub source finds out now whether the hub is reachable (no retry storm offline), and the
-    decontamination's benchmarks are checked now, not after the stages before it."""
+    """A hub source finds out now whether the hub is reachable (no retry storm offline) and, offline,
+    whether the cache holds it; the decontamination's benchmarks are checked now, not after the
+    stages before it. Nothing is written into `out` before these pass."""
     if cfg.source.kind == "hub" or cfg.push_to_hub:
         hub_offline()
+    if cfg.source.kind == "hub":
+        check_hub_dataset(cfg.source.name, cfg.source.subset, "source.name")
     if cfg.pipeline.decontaminate.enabled:
         from data_pipeline.decontam import usable_sources
 

@@ -58,8 +58,9 @@ STOPS = {
     "deepspeed=zero3-offload run.output_dir=runs/ec67-lr1e-5": MODEL_6_7B,
     "python -m data_pipeline.build pipeline=editpackft source=hub source.name=bigcode/commitpackft "
     "source.subset=python out=data/editpackft": "bigcode/commitpackft",
+    # the hub source is checked first (a Ray cluster that is not there: tests/data_pipeline/test_build.py)
     "python -m data_pipeline.build pipeline=editpackft executor=ray executor.address=auto out=data/editpackft": (
-        "executor.address='auto'"
+        "bigcode/commitpackft"
     ),
     "python -m eval.run benchmark=canitedit model.path=runs/editcoder-6.7b/final backend=vllm "
     "out=runs/ec67-canitedit": "model.path='runs/editcoder-6.7b/final'",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -235,6 +236,20 @@ def test_ray_and_local_executors_give_identical_output(tmp_path):
     ray_run = build(tmp_path / "raw.jsonl", tmp_path / "ray", "executor=ray", "executor.num_proc=2", *small)
     assert _rows(tmp_path / "local") == _rows(tmp_path / "ray")
     assert (local["kept"], local["dropped"]) == (ray_run["kept"], ray_run["dropped"])
+
+
+def test_a_ray_cluster_that_is_not_there_is_one_line(tmp_path):
+    pytest.importorskip("ray")
+    write_corpus(tmp_path / "raw.jsonl")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    done = subprocess.run(
+        [sys.executable, "-m", "data_pipeline.build", "source=files", f"source.paths=[{tmp_path / 'raw.jsonl'}]",
+         f"out={tmp_path / 'out'}", "executor=ray", "executor.address=auto"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert len(errors) == 1 and "executor.address='auto': no Ray cluster to join" in errors[0]
 
 
 def test_the_command_line_builds_from_git_and_rejects_bad_repos(tmp_path):
