@@ -162,6 +162,7 @@ class EvalRun:
             sandbox=self.sandbox,
             limits=replace(cfg.sandbox.limits, timeout_s=cfg.sandbox.coverage_timeout_s),
             excess_code=cfg.score.excess_code,
+            options=cfg.benchmark,
         )
         scored = self.kind.score(ctx)
         report = self.kind.report(cfg.model.label(), scored, ctx)

@@ -36,6 +36,9 @@ SPY_SOURCE = (
 TASK_FIELDS = ("id", "qualname", "library", "description", "context", "reference", "tests", "paths")
 RETRIEVALS = ("oracle", "bm25", "dense")
 BUNDLES = ("full", "stripped", "masked")
+# Definitions of the companion metrics (eval/novelapi/metrics.py): the paper's reading first.
+API_ACC = ("static", "spy")  # the code selects the target | the spy recorded a call
+PARAM_CORR = ("binding", "values")  # parameters and argument kinds as bound | argument values
 
 
 @dataclass
@@ -43,7 +46,8 @@ class NovelApiOptions(BenchmarkOptions):
     """Which knowledge cells (None: the study's grid), where the knowledge comes from (oracle: the
     task's own bundle; bm25 | dense: the retriever's top bundle for the description), full or
     stripped (no bundle, the paper's E.5) or masked (the API's names written <API>), the dense
-    encoder, and a library filter."""
+    encoder, a library filter, and which definition API_acc and Param_corr use (`API_ACC`,
+    `PARAM_CORR`: the paper's reading by default, the spy-based and value-based ones by name)."""
 
     name: str = "novelapi"
     cells: list[str] | None = None
@@ -51,6 +55,8 @@ class NovelApiOptions(BenchmarkOptions):
     bundle: str = "full"
     retriever_model: str | None = None
     libraries: list[str] | None = None
+    api_acc: str = "static"
+    param_corr: str = "binding"
     built_by = "python -m data_pipeline.novel_api"
 
     def validate(self, key: str = "benchmark") -> None:
@@ -59,6 +65,10 @@ class NovelApiOptions(BenchmarkOptions):
             raise ConfigError(f"{key}.retrieval={self.retrieval!r}: choose one of {RETRIEVALS}")
         if self.bundle not in BUNDLES:
             raise ConfigError(f"{key}.bundle={self.bundle!r}: choose one of {BUNDLES}")
+        if self.api_acc not in API_ACC:
+            raise ConfigError(f"{key}.api_acc={self.api_acc!r}: choose one of {API_ACC}")
+        if self.param_corr not in PARAM_CORR:
+            raise ConfigError(f"{key}.param_corr={self.param_corr!r}: choose one of {PARAM_CORR}")
         if self.retrieval == "dense" and not self.retriever_model:
             raise ConfigError(f"{key}.retrieval=dense needs {key}.retriever_model=<hub id or folder>")
 

@@ -61,6 +61,7 @@ class ScoreContext:
     sandbox: Callable[[], Sandbox]  # the default sandbox, started on first use
     limits: SandboxLimits  # for runs made while scoring (e.g. coverage)
     excess_code: bool  # measure coverage of passing samples where the kind reports ExcessCode
+    options: BenchmarkOptions | None = None  # the benchmark's options, for definitions chosen by name
 
 
 class BenchmarkKind(ABC):

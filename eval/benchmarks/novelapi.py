@@ -9,12 +9,14 @@ run, and the failure class (`eval/novelapi/classify.py`).
 Metrics per cell (split), means over problems of per-problem values:
 - **pass@k**: the unbiased estimator (run `gen.temperature=0 gen.n=1` for greedy pass@1, or
   sample n >= 5 for pass@5);
-- **API_acc**: the share of samples whose code called the target API (the spy recorded a call
-  made from the candidate's code); for a class the task uses as a type (`use: type`), whose code
-  names it (a passing sample also failed with it replaced by a bare class);
-- **Param_corr**: the share of samples with a call whose arguments equal a reference call's,
-  both bound to the API's signature with defaults applied (so `f(x)` and `f(x, sep='-')`
-  agree when '-' is the default), compared as reprs.
+- **API_acc** (`benchmark.api_acc`, `eval/novelapi/metrics.py`): `static` (default, the paper's
+  reading) the share of samples whose code selects the target API, resolved statically, whether
+  or not it ran (a WrongImport sample selected it); `spy` the share the spy saw call it from the
+  candidate's code (for a class the task uses as a type, whose code names it);
+- **Param_corr** (`benchmark.param_corr`): `binding` (default) among samples that call the
+  target, the share whose calls bind a reference call's parameters with arguments of compatible
+  kinds (values not compared), over the problems with such a sample (None for a cell with none);
+  `values` the share of all samples with a call whose argument values equal a reference call's.
 """
 
 from __future__ import annotations
@@ -24,21 +26,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.benchmarks.novelapi import CANDIDATE_FILE, NovelApiOptions, NovelApiPayload, program, read_spy
-from core.problems import Problem
+from core.benchmarks.novelapi import (
+    CANDIDATE_FILE,
+    NovelApiOptions,
+    NovelApiPayload,
+    program,
+    read_spy,
+)
+from core.problems import BenchmarkError, Problem
 from core.sandbox.declared import unverified_flags
 from eval.benchmarks.base import BenchmarkKind, ExecContext, Job, ScoreContext, Scored
 from eval.execute import precheck
 from eval.metrics import aggregate_pass_at_k
-from eval.novelapi.classify import (
-    CLASSES,
-    Attempt,
-    bound_arguments,
-    explain,
-    parse_signature,
-    references_target,
-)
+from eval.novelapi.classify import CLASSES, Attempt, explain, references_target
 from eval.novelapi.library import library_facts
+from eval.novelapi.metrics import binds_like_reference, param_values_match, selects
 
 
 class NovelApi(BenchmarkKind):
@@ -61,7 +63,15 @@ class NovelApi(BenchmarkKind):
         return [_record(j.problem, j.code, e, r, needed.get(id(r), True)) for j, e, r in done]
 
     def score(self, ctx: ScoreContext) -> Scored:
-        return score_novelapi(ctx.store.of_type("execution"), ctx.problems, ctx.splits, ctx.ks)
+        options = ctx.options if isinstance(ctx.options, NovelApiOptions) else NovelApiOptions()
+        return score_novelapi(
+            ctx.store.of_type("execution"),
+            ctx.problems,
+            ctx.splits,
+            ctx.ks,
+            api_acc=options.api_acc,
+            param_corr=options.param_corr,
+        )
 
     def report(self, model: str, scored: Scored, ctx: ScoreContext) -> str:
         return render_novelapi_report(model, scored, ctx.ks, ctx.out / "failure_classes.png")
@@ -121,6 +131,7 @@ def _record(problem: Problem, code: str, early, result, needed: bool = True) -> 
         reference_calls=payload.reference_calls,
         library_folders=facts.folders,
         library_names=facts.names,
+        library_modules=facts.modules,
     )
     klass, reason = explain(attempt)
     # a type the task uses, never calls: used when the code names it (a pass also needed it)
@@ -132,33 +143,48 @@ def _record(problem: Problem, code: str, early, result, needed: bool = True) -> 
         "stderr": stderr[-2000:],
         "calls": list(attempt.calls),
         "used": used,
+        "selects": selects(attempt),
         "class": klass,
         "reason": reason,
-        "param_correct": param_correct(attempt.calls, attempt.reference_calls, attempt.signature),
+        "param_correct": param_values_match(attempt.calls, attempt.reference_calls, attempt.signature),
+        "param_binds": binds_like_reference(attempt),
     }
 
 
-def param_correct(calls: Sequence[dict], references: Sequence[dict], signature_text: str | None) -> bool:
-    """Whether some recorded call the API accepted passes the same arguments as some reference call."""
-    signature = parse_signature(signature_text)
-    wanted = [b for b in (bound_arguments(r, signature) for r in references) if b is not None]
-    accepted = [c for c in calls if not c.get("rejected")]
-    return any((b := bound_arguments(c, signature)) is not None and b in wanted for c in accepted)
+# Each definition's per-sample record key (`_record`); a record stored before a key existed has none.
+_API_ACC_KEYS = {"static": "selects", "spy": "used"}
+_PARAM_CORR_KEYS = {"binding": "param_binds", "values": "param_correct"}
 
 
 def score_novelapi(
-    executions: dict, problems: dict[str, Problem], splits: Sequence[str], ks: Sequence[int]
+    executions: dict,
+    problems: dict[str, Problem],
+    splits: Sequence[str],
+    ks: Sequence[int],
+    api_acc: str = "static",
+    param_corr: str = "binding",
 ) -> Scored:
-    per: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0, 0]))
+    """Metrics per split (module docstring); ``api_acc`` and ``param_corr`` name the definitions."""
+    selected, params = _API_ACC_KEYS[api_acc], _PARAM_CORR_KEYS[param_corr]
+    # per problem: [samples, passed, selected, param-correct, samples in Param_corr's denominator]
+    per: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0, 0, 0]))
     classes: dict[str, Counter] = defaultdict(Counter)
     for (pid, split, _), record in sorted(executions.items()):
         if split not in splits or pid not in problems:
             continue
+        if selected not in record or params not in record:
+            raise BenchmarkError(
+                f"execution record of {pid} ({split}) predates API_acc={api_acc}/Param_corr={param_corr}: "
+                "delete the run's execution records to execute again, or choose benchmark.api_acc=spy "
+                "benchmark.param_corr=values"
+            )
         row = per[split][pid]
         row[0] += 1
         row[1] += int(record["passed"])
-        row[2] += int(record.get("used", bool(record["calls"])))
-        row[3] += int(record["param_correct"])
+        row[2] += int(record[selected])
+        counted = record[params] is not None or param_corr == "values"
+        row[3] += int(bool(record[params]))
+        row[4] += int(counted)
         classes[split][record["class"]] += 1
     metrics: dict[str, dict[str, Any]] = {}
     for split in splits:
@@ -167,9 +193,11 @@ def score_novelapi(
             continue
         usable = [k for k in ks if k <= min(n for n, *_ in rows.values())]
         m: dict[str, Any] = aggregate_pass_at_k({p: (r[0], r[1]) for p, r in rows.items()}, usable)
+        calling = [r for r in rows.values() if r[4]]
         m.update(
             api_acc=sum(r[2] / r[0] for r in rows.values()) / len(rows),
-            param_corr=sum(r[3] / r[0] for r in rows.values()) / len(rows),
+            param_corr=sum(r[3] / r[4] for r in calling) / len(calling) if calling else None,
+            definitions={"api_acc": api_acc, "param_corr": param_corr},
             problems=len(rows),
             samples=sum(r[0] for r in rows.values()),
             classes={c: classes[split].get(c, 0) for c in CLASSES},
@@ -206,7 +234,7 @@ def render_novelapi_report(model: str, scored: dict, ks: Sequence[int], plot: Pa
     for cell, m in metrics.items():
         cells = [cell, str(m["problems"]), str(m["samples"])]
         cells += [f"{100 * m[f'pass@{k}']:.1f}" if f"pass@{k}" in m else "NA" for k in usable]
-        cells += [f"{100 * m['api_acc']:.1f}", f"{100 * m['param_corr']:.1f}"]
+        cells += [_pct(m["api_acc"]), _pct(m["param_corr"])]
         lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -223,12 +251,29 @@ def render_novelapi_report(model: str, scored: dict, ks: Sequence[int], plot: Pa
         lines += ["", f"![failure classes per cell]({plot.name})"]
     elif metrics:
         lines += ["", "No sample failed: there is no failure class to plot."]
-    lines += [
-        "",
-        "API_acc: samples that called the API; Param_corr: samples that called it with a reference call's "
-        "arguments (bound to its signature, defaults applied). Classes: eval/novelapi/classify.py, in precedence order.",
-    ]
+    lines += ["", _definitions(metrics), "Classes: eval/novelapi/classify.py, in precedence order."]
     return "\n".join(lines) + "\n"
+
+
+_DEFINED = {
+    "static": "API_acc: samples whose code selects the API (named in a call or use, any path, run or not)",
+    "spy": "API_acc (spy): samples the spy saw call the API",
+    "binding": "Param_corr: among samples that call the API, those whose calls bind a reference call's "
+    "parameters with arguments of compatible kinds",
+    "values": "Param_corr (values): samples with a call whose argument values equal a reference call's",
+}
+
+
+def _definitions(metrics: dict[str, dict[str, Any]]) -> str:
+    """The line under the table naming the definitions the metrics used (eval/novelapi/metrics.py)."""
+    chosen = next(iter(metrics.values()), {}).get(
+        "definitions", {"api_acc": "static", "param_corr": "binding"}
+    )
+    return f"{_DEFINED[chosen['api_acc']]}; {_DEFINED[chosen['param_corr']]}."
+
+
+def _pct(value: float | None) -> str:
+    return "NA" if value is None else f"{100 * value:.1f}"
 
 
 def plot_classes(metrics: dict[str, dict[str, Any]], path: Path, model: str = "") -> None:

@@ -20,14 +20,15 @@ precedence order — the first that applies wins:
 2. **WrongSyntax** — ``compile(code)`` fails (SyntaxError, IndentationError, ValueError), the
    code is blank, or the sandbox status is ``syntax_error`` or ``empty``.
 3. The target was never called and the run ended on a missing name: ``ImportError: cannot
-   import name 'N'``, ``ModuleNotFoundError`` (the names the code imports from that module, or the
-   library itself when the module is a wrong path inside it), ``AttributeError: module 'M' has no
-   attribute 'N'`` with M in the library, or ``NameError`` of the target's or a library name.
-   **WrongImport** when N exists anywhere in the library (or is the target's own name: the
-   right symbol, looked up at a wrong or missing path); **WrongAPISelection** when it exists
-   nowhere (a hallucinated symbol). Also **WrongImport** (static, with no call recorded): the
-   code imports the target's name through a library path that is none of its aliases, even
-   when a fallback hid the failure.
+   import name 'N'``, ``ModuleNotFoundError`` (the names the code imports from that module, or
+   the names it reaches through it, ``M.N``), ``AttributeError: module 'M' has no attribute 'N'``
+   with M in the library, or ``NameError`` of the target's or a library name. **WrongImport**
+   only when N is the target's own symbol (`target_symbol`: its name, or for a method its class):
+   the right symbol looked up at a wrong or missing path, from the library or any other module.
+   **WrongAPISelection** otherwise: a sibling API (a name the library defines elsewhere, a method
+   name used as a module function) or a symbol it has nowhere. Also **WrongImport** (static,
+   with no call recorded): the code imports the target's symbol through a library path that is
+   none of its aliases, even when a fallback hid the failure.
 4. **WrongAPISelection** — no call of the target was recorded and the code never names it
    through any alias: another API of the library, or a reimplementation. (A program that names
    the target but never reached the call, because it crashed or timed out first, selected the
@@ -85,6 +86,31 @@ class Attempt:
     reference_calls: tuple[dict, ...] = ()
     library_folders: tuple[str, ...] = ()  # where the library's files are (eval/novelapi/library.py)
     library_names: frozenset[str] = frozenset()  # every name the library defines anywhere
+    library_modules: frozenset[str] = frozenset()  # its dotted module paths (tells module from symbol)
+
+
+def target_symbol(path: str, modules: frozenset[str] | set[str] = frozenset()) -> tuple[str, ...]:
+    """What of a qualified name is the symbol, what its module: the part after the longest prefix
+    that is a module of the library (``novlib.text.Slugger.run`` -> ``("Slugger", "run")``). With
+    no module known, PEP 8 decides: the leaf, with the capitalised (class) parts before it."""
+    parts = path.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        if ".".join(parts[:i]) in modules:
+            return tuple(parts[i:])
+    i = len(parts) - 1
+    while i > 1 and parts[i - 1][:1].isupper():
+        i -= 1
+    return tuple(parts[i:])
+
+
+def _symbols(attempt: Attempt) -> set[tuple[str, ...]]:
+    return {target_symbol(a, attempt.library_modules) for a in {*attempt.aliases, attempt.target}}
+
+
+def _at_symbol(path: str, symbols: set[tuple[str, ...]]) -> bool:
+    """Whether a resolved path ends with the target's symbol (at whatever module path)."""
+    parts = tuple(path.split("."))
+    return any(parts[-len(s) :] == s for s in symbols)
 
 
 @dataclass(frozen=True)
@@ -239,31 +265,76 @@ class _Names:
         return None
 
 
+def _bound_anywhere(tree: ast.AST) -> set[str]:
+    """Every name the code binds somewhere (assigned, a parameter, defined, imported): a name
+    outside this set that the code loads is free, i.e. never imported."""
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return bound
+
+
 @dataclass(frozen=True)
 class _Static:
-    references_target: bool
+    references_target: bool  # names the target through one of its aliases
     library_calls: tuple[str, ...]  # library APIs called, other than the target, in source order
-    wrong_paths: tuple[str, ...]  # library paths ending in the target's name that are no alias
+    wrong_paths: tuple[str, ...]  # library paths to the target's symbol that are no alias
     defines_target_name: bool
+    selects_target: bool  # names the target's symbol at any path, an alias, or never imported
+    target_calls: tuple[ast.Call, ...]  # the call expressions of the target's symbol
 
 
 def references_target(attempt: Attempt) -> bool:
     """Whether the attempt's code names the target through one of its paths (False if it does not parse)."""
+    static = _static_of(attempt)
+    return static is not None and static.references_target
+
+
+def selects_target(attempt: Attempt) -> bool:
+    """Whether the attempt's code selects the target API, decided statically (whether or not it
+    ran): it names the target's symbol in a call or a use, through an alias, at any other module
+    path, or as a name it never imported (`_Static.selects_target`); False if it does not parse."""
+    static = _static_of(attempt)
+    return static is not None and static.selects_target
+
+
+def static_target_calls(attempt: Attempt) -> tuple[ast.Call, ...]:
+    """The call expressions of the target's symbol in the attempt's code, reached or not (see
+    `_calls_symbol`); empty if the code does not parse."""
+    static = _static_of(attempt)
+    return static.target_calls if static is not None else ()
+
+
+def _static_of(attempt: Attempt) -> _Static | None:
     try:
         tree = ast.parse(attempt.code)
     except (SyntaxError, ValueError):
-        return False
-    return _analyse(tree, attempt).references_target
+        return None
+    return _analyse(tree, attempt)
 
 
 def _analyse(tree: ast.AST, attempt: Attempt) -> _Static:
     aliases = set(attempt.aliases) | {attempt.target}
     roots = {a.split(".")[0] for a in aliases}
-    leaves = {a.rsplit(".", 1)[-1] for a in aliases}
+    symbols = _symbols(attempt)
+    heads = {sym[0] for sym in symbols}
     names = _Names(tree, aliases)
+    free = {
+        n.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in heads
+    } - _bound_anywhere(tree)
     references = False
     calls: list[str] = []
     paths: list[str] = list(names.imported)
+    used: list[str] = []  # every resolved use, Names included
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             func = names.resolve(node.func)
@@ -275,21 +346,58 @@ def _analyse(tree: ast.AST, attempt: Attempt) -> _Static:
             path = names.resolve(node)
             if path is None:
                 continue
+            used.append(path)
             references = references or path in aliases
             if not isinstance(node, ast.Name):
                 paths.append(path)
 
     def wrong(path: str) -> bool:
+        head_only = {(sym[0],) for sym in symbols}
         return (
             path.split(".")[0] in roots
-            and path.rsplit(".", 1)[-1] in leaves
+            and _at_symbol(path, symbols | head_only)
             and path not in aliases
             and not any(a.startswith(path + ".") for a in aliases)
         )
 
     wrong_paths = tuple(dict.fromkeys(p for p in paths if wrong(p)))
-    defines = bool(names.defined & leaves)
-    return _Static(references, tuple(calls), wrong_paths, defines)
+    defines = bool(names.defined & {sym[-1] for sym in symbols})
+    owner_named = bool(free) or any(_at_symbol(p, {(sym[0],) for sym in symbols}) for p in used)
+    target_calls = tuple(
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and _calls_symbol(node.func, names, symbols, aliases, free, owner_named)
+    )
+    selects = (
+        references
+        or bool(target_calls)
+        or any(_at_symbol(p, symbols) for p in used)
+        or bool(free & {sym[0] for sym in symbols if len(sym) == 1})
+    )
+    return _Static(references, tuple(calls), wrong_paths, defines, selects, target_calls)
+
+
+def _calls_symbol(
+    func: ast.AST,
+    names: _Names,
+    symbols: set[tuple[str, ...]],
+    aliases: set[str],
+    free: set[str],
+    owner_named: bool,
+) -> bool:
+    """Whether a call's callee is the target: resolved to an alias or to the symbol at any path,
+    a free name that is the target's (never imported), or, for a method, ``<expr>.method`` in
+    code that names the method's class (an instance's type is not known statically)."""
+    path = names.resolve(func)
+    if path is not None:
+        return path in aliases or _at_symbol(path, symbols)
+    if isinstance(func, ast.Name):
+        return func.id in free and (func.id,) in symbols
+    return (
+        isinstance(func, ast.Attribute)
+        and owner_named
+        and any(len(sym) > 1 and sym[-1] == func.attr for sym in symbols)
+    )
 
 
 # ----------------------------------------------------------------------------- signatures and calls
@@ -389,20 +497,10 @@ def explain(attempt: Attempt) -> tuple[str, str]:
     called = bool(attempt.calls)
 
     # 3. WrongImport / WrongAPISelection: the target was never reached because a name was missing
-    known = set(attempt.library_names) | leaves | roots
     if exc is not None and not called:
-        missing = _missing_names(exc, tree, roots)
-        if exc.name == "NameError" and not set(missing or ()) & known:
-            missing = None  # a variable of the program's own, not a symbol it looked for
-        if missing is not None:
-            right = [n for n in missing if n in known]
-            if right and exc.name == "NameError":
-                return "WrongImport", f"{exc.line} (the import is missing)"
-            if right:
-                return "WrongImport", _clip(f"{right[0]} exists in the library, not there: {exc.line}")
-            return "WrongAPISelection", _clip(
-                f"{', '.join(missing)} exists nowhere in the library: {exc.line}"
-            )
+        verdict = _missing_symbol(exc, tree, attempt)
+        if verdict is not None:
+            return verdict
     if not called and static.wrong_paths:
         return "WrongImport", _clip(
             f"imports {', '.join(static.wrong_paths)}, which is no path of {attempt.target} "
@@ -478,7 +576,35 @@ def explain(attempt: Attempt) -> tuple[str, str]:
     )
 
 
-def _missing_names(exc: ExceptionInfo, tree: ast.AST, roots: set[str]) -> list[str] | None:
+def _missing_symbol(exc: ExceptionInfo, tree: ast.AST, attempt: Attempt) -> tuple[str, str] | None:
+    """Rule 3: (class, reason) when `exc` is a failed lookup of a name, else None. The right
+    symbol (`target_symbol`'s head: the function, or a method's class) at a wrong or missing path
+    is WrongImport; any other name is WrongAPISelection, a sibling or an invented symbol."""
+    aliases = set(attempt.aliases) | {attempt.target}
+    roots = {a.split(".")[0] for a in aliases}
+    heads = {sym[0] for sym in _symbols(attempt)}
+    missing = _missing_names(exc, tree, roots, _Names(tree, aliases))
+    if missing is None:
+        return None
+    siblings = set(attempt.library_names) | roots
+    if exc.name == "NameError" and not set(missing) & (heads | siblings):
+        return None  # a variable of the program's own, not a symbol it looked for
+    right = [n for n in missing if n in heads]
+    if right and exc.name == "NameError":
+        return "WrongImport", f"{exc.line} (the import is missing)"
+    if right:
+        return "WrongImport", _clip(f"{right[0]} is {attempt.target}'s symbol, at a wrong path: {exc.line}")
+    if not missing:
+        return "WrongAPISelection", _clip(f"the code reaches nothing of {attempt.target} there: {exc.line}")
+    known = [n for n in missing if n in siblings]
+    if known:
+        return "WrongAPISelection", _clip(
+            f"{', '.join(known)} is another name of the library, not {attempt.target}: {exc.line}"
+        )
+    return "WrongAPISelection", _clip(f"{', '.join(missing)} exists nowhere in the library: {exc.line}")
+
+
+def _missing_names(exc: ExceptionInfo, tree: ast.AST, roots: set[str], names: _Names) -> list[str] | None:
     """The names an import-style failure could not find (None: `exc` is no such failure)."""
     if exc.name == "ImportError":
         found = re.search(r"cannot import name '(\w+)'", exc.message)
@@ -488,17 +614,14 @@ def _missing_names(exc: ExceptionInfo, tree: ast.AST, roots: set[str]) -> list[s
         if not found:
             return None
         module = found.group(1)
-        names = [
+        imported = [
             alias.name
             for node in ast.walk(tree)
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(module)
             for alias in node.names
             if alias.name != "*"
         ]
-        if names:
-            return names
-        # a module of the library's own that does not exist: the library, at a wrong path
-        return [module.split(".")[0]] if module.split(".")[0] in roots else [module.rsplit(".", 1)[-1]]
+        return imported or _reached_through(module, tree, names)
     if exc.name == "AttributeError":
         found = re.search(r"module '([\w.]+)' has no attribute '(\w+)'", exc.message)
         return [found.group(2)] if found and found.group(1).split(".")[0] in roots else None
@@ -506,6 +629,18 @@ def _missing_names(exc: ExceptionInfo, tree: ast.AST, roots: set[str]) -> list[s
         found = re.search(r"name '(\w+)' is not defined", exc.message)
         return [found.group(1)] if found else None
     return None
+
+
+def _reached_through(module: str, tree: ast.AST, names: _Names) -> list[str]:
+    """The names the code reaches as attributes of a module it imports whole (``import m as x``
+    then ``x.name``): what it looked for in a module that does not exist."""
+    reached: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            path = names.resolve(node)
+            if path and path.startswith(module + ".") and "." not in path[len(module) + 1 :]:
+                reached.append(path[len(module) + 1 :])
+    return list(dict.fromkeys(reached))
 
 
 def _in_library(path: str, folders: tuple[str, ...], roots: set[str]) -> bool:

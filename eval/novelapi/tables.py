@@ -107,7 +107,8 @@ def tables(runs: Sequence[Path]) -> str:
         ]
     lines += [
         "pass@k: the unbiased estimator over each cell's samples; API_acc and Param_corr as in "
-        "eval/benchmarks/novelapi.py; classes by the paper's definitions (eval/novelapi/classify.py). "
+        "eval/novelapi/metrics.py (each run's results name the definitions used); classes by the "
+        "paper's definitions (eval/novelapi/classify.py). "
         "'–': the run has no such figure. Ranks: 1 = the model's best cell.",
         "",
         "## Runs",

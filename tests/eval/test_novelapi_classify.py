@@ -21,6 +21,7 @@ from eval.novelapi.classify import (
     classify,
     explain,
     parse_exception,
+    target_symbol,
 )
 from eval.novelapi.library import names_in
 
@@ -41,7 +42,10 @@ NOVLIB = {
         "def normalize(text):\n"
         "    return ' '.join(text.split())\n\n\n"
         "def split_words(text):\n"
-        "    return re.findall(r'\\w+', text.lower())\n"
+        "    return re.findall(r'\\w+', text.lower())\n\n\n"
+        "class Slugger:\n"
+        "    def clean(self, text):\n"
+        "        return ' '.join(text.split())\n"
     ),
     "compat.py": "from .text import slugify  # noqa: F401\n",
 }
@@ -159,7 +163,7 @@ CASES = [
         "import-right-symbol-from-a-made-up-library",
         "WrongImport",
         REFERENCE.replace("novlib.text", "slugkit"),
-        "slugify exists in the library",
+        "slugify is novlib.text.slugify's symbol, at a wrong path",
     ),
     (
         "import-hidden-by-fallback",  # no exception: the static wrong path (rule 3d) beats rule 4
@@ -360,6 +364,100 @@ def test_a_program_gets_its_class_and_reason(novlib_path, reference_calls, expec
     assert "\n" not in why and classify(attempt) == cls
 
 
+# ------------------------------------------------------------------------- the WrongImport boundary (§3.3)
+# WrongImport is the correct symbol with a wrong or missing import path; anything else that was
+# never invoked is WrongAPISelection, however near its name lies to the target's.
+BOUNDARY = [
+    (
+        "sibling-api-at-the-wrong-path",  # split_words lives in novlib.text, not in novlib
+        "WrongAPISelection",
+        'from novlib import split_words\n\n\ndef make_slug(title):\n    return "_".join(split_words(title))\n',
+        "split_words is another name of the library",
+    ),
+    (
+        "method-name-used-as-a-function",  # Slugger.clean, imported as if a module function
+        "WrongAPISelection",
+        'from novlib.text import clean\n\n\ndef make_slug(title):\n    return clean(title).replace(" ", "_")\n',
+        "clean is another name of the library",
+    ),
+    (
+        "method-name-as-a-module-attribute",
+        "WrongAPISelection",
+        "import novlib.text\n\n\ndef make_slug(title):\n    return novlib.text.clean(title)\n",
+        "module 'novlib.text' has no attribute 'clean'",
+    ),
+    (
+        "made-up-symbol",
+        "WrongAPISelection",
+        'from novlib.text import slugify_title\n\n\ndef make_slug(title):\n    return slugify_title(title, "_")\n',
+        "slugify_title exists nowhere in the library",
+    ),
+    (
+        "right-symbol-from-the-wrong-module",  # a real module that lacks it
+        "WrongImport",
+        REFERENCE.replace("from novlib.text import", "from json import"),
+        "slugify is novlib.text.slugify's symbol, at a wrong path",
+    ),
+    (
+        "right-symbol-from-a-missing-module-imported-whole",
+        "WrongImport",
+        'import novlib.strings as ns\n\n\ndef make_slug(title):\n    return ns.slugify(title, sep="_", max_len=12)\n',
+        "No module named 'novlib.strings'",
+    ),
+    (
+        "right-symbol-never-imported",
+        "WrongImport",
+        'def make_slug(title):\n    return slugify(title, sep="_", max_len=12)\n',
+        "the import is missing",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("expected", "code", "reason"), [c[1:] for c in BOUNDARY], ids=[c[0] for c in BOUNDARY]
+)
+def test_wrong_import_is_only_the_right_symbol_at_a_wrong_path(
+    novlib_path, reference_calls, expected, code, reason
+):
+    attempt = run(code, novlib_path, reference_calls)
+    assert "Slugger" in attempt.library_names and "clean" in attempt.library_names  # the sibling is known
+    cls, why = explain(attempt)
+    assert (cls, attempt.calls) == (expected, ()), (why, attempt.stderr)
+    assert reason in why, why
+
+
+METHOD = "novlib.text.Slugger.clean"
+
+
+@pytest.mark.parametrize("modules", [frozenset(), frozenset({"novlib", "novlib.text", "novlib.compat"})])
+@pytest.mark.parametrize(
+    ("code", "stderr", "expected"),
+    [
+        # the method's name called as a module function: another symbol
+        ("from novlib.text import clean\nclean('a b')\n", "ImportError: cannot import name 'clean' from 'novlib.text'", "WrongAPISelection"),
+        ("import novlib.text\nnovlib.text.clean('a b')\n", "AttributeError: module 'novlib.text' has no attribute 'clean'", "WrongAPISelection"),
+        # its class at a wrong path, or never imported: the right symbol
+        ("from novlib import Slugger\nSlugger().clean('a b')\n", "ImportError: cannot import name 'Slugger' from 'novlib'", "WrongImport"),
+        ("Slugger().clean('a b')\n", "NameError: name 'Slugger' is not defined", "WrongImport"),
+    ],
+)  # fmt: skip
+def test_a_method_target_is_its_class_and_name(code, stderr, expected, modules):
+    method = Attempt(
+        code=code, target=METHOD, aliases=(METHOD,), signature="(self, text)", passed=False, status="failed",
+        stderr=TB + stderr, library_names=frozenset({"Slugger", "clean", "slugify"}), library_modules=modules,
+    )  # fmt: skip
+    assert explain(method)[0] == expected, explain(method)
+
+
+def test_the_symbol_of_a_qualified_name():
+    modules = frozenset({"novlib", "novlib.text", "novlib.Caps"})
+    assert target_symbol("novlib.text.slugify", modules) == ("slugify",)
+    assert target_symbol("novlib.text.Slugger.clean", modules) == ("Slugger", "clean")
+    assert target_symbol("novlib.Caps.Thing", modules) == ("Thing",)  # a module, whatever its case
+    assert target_symbol("novlib.text.Slugger.clean") == ("Slugger", "clean")  # PEP 8 without modules
+    assert target_symbol("novlib.text.slugify") == ("slugify",)
+
+
 # ------------------------------------------------------------------------- precedence on synthetic attempts
 def attempt(**changes) -> Attempt:
     base = {
@@ -389,21 +487,33 @@ TB_LIB = TB + '  File "/venv/lib/python3.11/site-packages/novlib/text.py", line 
         ({"status": "empty", "code": "   \n"}, "WrongSyntax"),
         ({"status": "syntax_error"}, "WrongSyntax"),
         ({"code": "x = 1\0"}, "WrongSyntax"),  # null byte: compile() raises ValueError / SyntaxError
-        # the target never reached: a missing name the library has is an import path, one it has
-        # nowhere (here another library) a selection
-        ({"stderr": TB + "ModuleNotFoundError: No module named 'novlib.txt'", "calls": ()}, "WrongImport"),
+        # the target never reached: the target's own symbol at a missing module is an import path;
+        # a missing module the code reaches nothing of the target through, or another library, a
+        # selection
+        (
+            {
+                "code": "import novlib.txt as t\n\ndef make_slug(title):\n    return t.slugify(title)\n",
+                "stderr": TB + "ModuleNotFoundError: No module named 'novlib.txt'",
+                "calls": (),
+            },
+            "WrongImport",
+        ),
+        (
+            {"stderr": TB + "ModuleNotFoundError: No module named 'novlib.txt'", "calls": ()},
+            "WrongAPISelection",
+        ),
         ({"stderr": TB + "ModuleNotFoundError: No module named 'numpy'", "calls": ()}, "WrongAPISelection"),
         (
             {"stderr": TB + "ImportError: cannot import name 'shorten' from 'novlib'", "calls": ()},
             "WrongAPISelection",
         ),
-        (
+        (  # a sibling the library defines elsewhere is another API, not a wrong path to the target
             {
                 "stderr": TB + "ImportError: cannot import name 'shorten' from 'novlib'",
                 "calls": (),
                 "library_names": frozenset({"shorten"}),
             },
-            "WrongImport",
+            "WrongAPISelection",
         ),
         # once the target was called, an import failure is about something else
         ({"stderr": TB + "ModuleNotFoundError: No module named 'numpy'"}, "WrongLogic"),

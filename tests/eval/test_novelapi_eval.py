@@ -50,7 +50,7 @@ def test_replay_gives_exact_metrics_and_classes(folder, tmp_path):
             "from novlib import slugify\ndef solve(arg0, arg1):\n    return "
             + slug.replace("sep=", "separator=")
             + "\n",
-            "import novlib.txt\ndef solve(arg0, arg1):\n    return 1\n",  # WrongImport
+            "import novlib.txt\ndef solve(arg0, arg1):\n    return novlib.txt." + slug + "\n",  # WrongImport
             "def solve(arg0, arg1):\n    return 'hello+wo'\n",
         ],
         "Full": [
@@ -88,10 +88,13 @@ def test_replay_gives_exact_metrics_and_classes(folder, tmp_path):
     # the title_slug task has no script: empty completions (WrongSyntax), 0 everywhere
     assert m["Full"]["pass@1"] == pytest.approx((3 / 5 + 0) / 2) and m["Full"]["pass@5"] == pytest.approx(0.5)
     assert m["Full"]["api_acc"] == pytest.approx((5 / 5 + 0) / 2)
-    assert m["Full"]["param_corr"] == pytest.approx(
-        (4 / 5 + 0) / 2
-    )  # positional sep counts; the list() wrapper calls right
-    assert m["baseline"]["pass@1"] == 0.0 and m["baseline"]["api_acc"] == pytest.approx((1 / 5) / 2)
+    # among the samples that call it (title_slug has none): positional sep counts, the list() wrapper
+    # calls right, slugify('Hello', sep=arg0) leaves max_len out
+    assert m["Full"]["param_corr"] == pytest.approx(4 / 5)
+    # baseline: the separator= call and the WrongImport one select it; of those two callers, the
+    # WrongImport call (read from the code, never run) binds the reference's parameters
+    assert m["baseline"]["pass@1"] == 0.0 and m["baseline"]["api_acc"] == pytest.approx((2 / 5) / 2)
+    assert m["baseline"]["param_corr"] == pytest.approx(1 / 2)
     assert m["Full"]["classes"] == {
         "OK": 3,
         "WrongSyntax": 5,
@@ -111,8 +114,23 @@ def test_replay_gives_exact_metrics_and_classes(folder, tmp_path):
         "WrongLogic": 0,
     }
     report = (out / "report.md").read_text()
-    assert "| Full | 2 | 10 | 30.0 | 50.0 | 50.0 | 40.0 |" in report
+    assert "| Full | 2 | 10 | 30.0 | 50.0 | 50.0 | 80.0 |" in report
     assert (out / "failure_classes.png").stat().st_size > 1000
+
+
+def test_the_reference_scores_one_on_api_acc_and_param_corr(folder, tmp_path):
+    """`model=reference` answers with each task's reference: every sample selects the API and binds
+    the reference's parameters, under the default definitions and the earlier ones alike."""
+    for api_acc, param_corr in (("static", "binding"), ("spy", "values")):
+        out = tmp_path / api_acc
+        results = run_eval(
+            ["benchmark=novelapi", f"benchmark.path={folder}", "benchmark.cells=[Full]", "model=reference",
+             f"benchmark.api_acc={api_acc}", f"benchmark.param_corr={param_corr}", "gen.n=1", "score.ks=[1]",
+             f"out={out}"]
+        )  # fmt: skip
+        m = results["metrics"]["Full"]
+        assert (m["pass@1"], m["api_acc"], m["param_corr"]) == (1.0, 1.0, 1.0), m
+        assert m["definitions"] == {"api_acc": api_acc, "param_corr": param_corr}
 
 
 def test_cells_retrieval_and_stripped_bundles(folder):
