@@ -1,36 +1,47 @@
 """ExcessCode: how much of a passing edit its tests never execute, computed as CanItEdit does.
 
-CanItEdit (nuprl/CanItEdit, `benchmark/evaluator_overlay.py` + `benchmark/pass_k.py`, run on
-MultiPL-E's evaluator) does, per completion that passed (status OK, exit code 0):
+Two metrics carry the name (their results keys and sources: `core.excess_metrics`):
+
+- **the paper's** (CanItEdit §5.1, Table 3; the default, `excess_code`): per problem the
+  median of (100 - line coverage %) over its passing completions, averaged over the problems
+  that have one. The paper words it as "the median line coverage for passing completions"
+  averaged across problems and prints the excess, 100 - coverage, which is the same number
+  (median(100 - c) = 100 - median(c)). nuprl/CanItEdit's first `benchmark/pass_k.py` computed
+  100 - mean(median coverage); today's prints it as MeanMedianCoverage.
+- **the repository's** (`pass_k.py` since its v2 evaluation code, `excess_code_repo`): per
+  completion uncovered lines / Differ lines, the mean per problem, the mean over problems,
+  x 100, with ExcessCodeSE.
+
+Coverage is measured as CanItEdit's `benchmark/evaluator_overlay.py` measures it (run on
+MultiPL-E's evaluator), per completion that passed (status OK, exit code 0):
 
 1. program = completion + "\\n" + tests, one file. CanItEdit's tests begin with
    "### START TESTS ###\\nif True:  # pragma: no cover", so coverage.py excludes the test
    block; plain-assert tests are measured with the program, as upstream does.
 2. `coverage run` on that file, then `coverage report -m` with `.coveragerc`
    `[report] exclude_also = @(abc\\.)?abstractmethod` (an excluded decorator excludes the whole
-   function), line coverage. It parses the "Cover" percent and, below 100, the "Missing"
-   column, expanding each range "a-b" to every line from a to b: a range that spans blank,
-   comment or continuation lines between two missed statements counts those lines too. A run
-   that fails or times out (60 s) records no coverage and the completion is left out.
-3. ratio = len(missing) / len(list(difflib.Differ().compare(before.splitlines(),
-   program_no_test.splitlines()))), program_no_test = program cut at "### START TESTS ###\\n"
-   (the whole program when the tests have no such line). The Differ count has every line:
-   unchanged ("  "), removed ("- "), added ("+ ") and the "? " hint lines.
-4. mean of the ratios over a problem's passing completions; problems without one are skipped;
-   mean over problems, x 100 (`excess_code`). ExcessCodeSE is np.std (ddof=0) / sqrt(#problems).
-   Its v1 metric (the seed paper's Table 3 ExcessCode) is the mean over problems of the median
-   of (100 - Cover) of the passing completions, which pass_k.py still prints as
-   "MeanMedianCoverage" (`mean_median_coverage`).
+   function), line coverage. It parses the "Cover" percent (the paper's metric uses it) and,
+   below 100, the "Missing" column, expanding each range "a-b" to every line from a to b: a
+   range that spans blank, comment or continuation lines between two missed statements counts
+   those lines too. A run that fails or times out (60 s) records no coverage and the completion
+   is left out.
+3. (repository metric) ratio = len(missing) / len(list(difflib.Differ().compare(
+   before.splitlines(), program_no_test.splitlines()))), program_no_test = program cut at
+   "### START TESTS ###\\n" (the whole program when the tests have no such line). The Differ
+   count has every line: unchanged ("  "), removed ("- "), added ("+ ") and the "? " hint lines.
+   ExcessCodeSE is np.std (ddof=0) of the problem means / sqrt(#problems).
 
 We run step 2 inside the sandbox (coverage.py is pre-imported in every worker and measures
 the program in its own process: `ForkServerSandbox.run(..., coverage=True)`), read the same
 numbers from coverage.py's analysis, and format and expand "Missing" with coverage.py's own
-`format_lines`, so the count is the one upstream parses. Usage, as samples finish:
+`format_lines`, so the counts are the ones upstream parses. Usage, as samples finish:
 
     reports = coverage_reports(sandbox, [(completion, problem.tests), ...], limits)
-    ratio = excess_code_of(problem.before, completion, problem.tests, report)
+    percents[pid].append(report.percent)
+    ratios[pid].append(excess_code_repo_of(problem.before, completion, problem.tests, report))
     ...
-    results["excess_code"] = excess_code({pid: ratios_of_passing_samples, ...})
+    results["excess_code"] = excess_code(percents)
+    results["excess_code_repo"] = excess_code_repo(ratios)
 """
 
 from __future__ import annotations
@@ -158,8 +169,8 @@ def differ_line_count(before: str, completion: str, tests: str = START_TESTS) ->
     return len(list(difflib.Differ().compare(before.splitlines(), after.splitlines())))
 
 
-def excess_code_of(before: str, completion: str, tests: str, report: CoverageReport) -> float:
-    """CanItEdit's per-completion ExcessCode ratio (not yet x 100): reported missing / Differ lines.
+def excess_code_repo_of(before: str, completion: str, tests: str, report: CoverageReport) -> float:
+    """The repository's per-completion ExcessCode ratio (not yet x 100): reported missing / Differ lines.
 
     The denominator counts unchanged lines too, so the same dead helper weighs less in a long
     file; see `excess_code_changed_lines_of` for a ratio over the edit alone.
@@ -181,7 +192,7 @@ def changed_line_numbers(before: str, completion: str) -> set[int]:
 def excess_code_changed_lines_of(before: str, completion: str, report: CoverageReport) -> float:
     """Share of the statements the edit added or rewrote that the tests never execute, in [0, 1].
 
-    Better than `excess_code_of` for comparing edits: unchanged code neither dilutes the ratio
+    Better than `excess_code_repo_of` for comparing edits: unchanged code neither dilutes the ratio
     nor adds to it (an old untested function is not the model's excess), test code, blank and
     comment lines never count, and 1.0 means nothing the edit wrote was exercised. An edit that
     only deletes lines writes nothing in excess: 0.0. Coverage numbers a multi-line statement
@@ -194,31 +205,40 @@ def excess_code_changed_lines_of(before: str, completion: str, report: CoverageR
     return len(changed & set(report.missing)) / len(changed)
 
 
+def excess_code_of_problem(percents: Sequence[int]) -> float | None:
+    """The paper's figure for one problem: the median of (100 - "Cover" percent) over its passing,
+    measured completions; None when it has none."""
+    return float(np.median([100 - p for p in percents])) if len(percents) > 0 else None
+
+
+def excess_code(per_problem: Mapping[str, Sequence[int]]) -> float | None:
+    """The paper's ExcessCode (CanItEdit §5.1, Table 3), the default: the mean over problems of
+    `excess_code_of_problem`, from each passing completion's `CoverageReport.percent`.
+
+    Problems without a passing completion are omitted, as the paper says; None when no problem
+    has one (pass_k.py prints "NA").
+    """
+    medians = [m for m in map(excess_code_of_problem, per_problem.values()) if m is not None]
+    return float(np.mean(medians)) if medians else None
+
+
 def _problem_means(per_problem: Mapping[str, Sequence[float]]) -> list[float]:
     return [float(np.mean(values)) for values in per_problem.values() if len(values) > 0]
 
 
-def excess_code(per_problem: Mapping[str, Sequence[float]]) -> float | None:
-    """Mean over problems of the mean per-completion ratio, x 100 (CanItEdit's ExcessCode).
+def excess_code_repo(per_problem: Mapping[str, Sequence[float]]) -> float | None:
+    """The repository's ExcessCode (nuprl/CanItEdit `pass_k.py` since v2): the mean over problems
+    of the mean per-completion ratio, x 100.
 
     `per_problem` maps a problem id to the ratios of its passing, measured completions (from
-    `excess_code_of`, or `excess_code_changed_lines_of` for the variant). Problems with none
-    are skipped; None when no problem has one (CanItEdit prints "NA").
+    `excess_code_repo_of`, or `excess_code_changed_lines_of` for our variant). Problems with none
+    are skipped; None when no problem has one.
     """
     means = _problem_means(per_problem)
     return float(np.mean(means) * 100) if means else None
 
 
-def excess_code_stderr(per_problem: Mapping[str, Sequence[float]]) -> float | None:
-    """CanItEdit's ExcessCodeSE: population std (ddof=0) of the problem means / sqrt(#problems), x 100."""
+def excess_code_repo_stderr(per_problem: Mapping[str, Sequence[float]]) -> float | None:
+    """The repository's ExcessCodeSE: population std (ddof=0) of the problem means / sqrt(#problems), x 100."""
     means = _problem_means(per_problem)
     return float(np.std(means) / math.sqrt(len(means)) * 100) if means else None
-
-
-def mean_median_coverage(per_problem: Mapping[str, Sequence[int]]) -> float | None:
-    """pass_k.py's "MeanMedianCoverage", the seed paper's (v1) ExcessCode: per problem the median
-    of (100 - `CoverageReport.percent`) over its passing completions, then the mean over
-    problems that have one. None when no problem has a passing completion.
-    """
-    medians = [float(np.median([100 - v for v in values])) for values in per_problem.values() if values]
-    return float(np.mean(medians)) if medians else None

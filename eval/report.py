@@ -1,39 +1,19 @@
-"""report.md: pass@1 and both published ExcessCode metrics per split, where each was published,
-the metrics by split, execution statuses and (when given) a per-problem table.
+"""report.md: pass@1 and both published ExcessCode metrics per split, each named and with where it
+was published, the metrics by split, execution statuses and (when given) a per-problem table.
 
-pass@k is a percentage everywhere in the report (results.json keeps fractions). Metric
-names follow nuprl/CanItEdit `benchmark/pass_k.py`: ExcessCode (with ExcessCodeSE) and
-MeanMedianCoverage; "ExcessCode v1" is the metric of that script's first version.
+pass@k is a percentage everywhere in the report (results.json keeps fractions). "ExcessCode
+(paper)" is the CanItEdit paper's Table 3 metric, the default `excess_code`; "ExcessCode (repo)"
+is the later one of nuprl/CanItEdit's `benchmark/pass_k.py` (`core.excess_metrics`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-# (results key, name in the report, where it was published)
-PUBLISHED = [
-    (
-        "excess_code",
-        "ExcessCode",
-        "the CanItEdit paper's revised versions (after arXiv 2312.12450v1) and nuprl/CanItEdit "
-        "`benchmark/pass_k.py` since its v2 evaluation code (columns ExcessCode ± ExcessCodeSE): per "
-        "problem, the mean over passing completions of uncovered lines / `difflib.Differ` lines of "
-        "before vs. completion; the mean over problems, × 100.",
-    ),
-    (
-        "excess_code_v1",
-        "ExcessCode v1",
-        "the CanItEdit paper's first version (arXiv 2312.12450v1), Table 3, and the first "
-        "`benchmark/pass_k.py` (its column ExcessCode): 100 - the mean over problems of the median "
-        "line coverage of passing completions.",
-    ),
-    (
-        "mean_median_coverage",
-        "MeanMedianCoverage",
-        "today's `benchmark/pass_k.py` column of that name: the mean over problems of the median of "
-        "(100 - coverage); the v1 figure under its current name.",
-    ),
-]
+from core.excess_metrics import PUBLISHED, current_layout
+
+# the by-split table's other ExcessCode columns: ours, never published
+OURS = {"excess_code_changed_lines": "ExcessCode (changed lines, ours)"}
 
 
 def _num(value: float | None, scale: float = 1.0, digits: int = 2) -> str:
@@ -48,16 +28,21 @@ def _pct(m: dict[str, Any], key: str) -> str:
     return _num(m[key], 100, 1) + ("" if stderr is None else f" ± {_num(stderr, 100, 1)}")
 
 
+def _published_cell(m: dict[str, Any], key: str, stderr_key: str | None) -> str:
+    """A published metric, "± its standard error" where the source reports one ("NA" when absent)."""
+    if m.get(key) is None:
+        return "NA"
+    return _num(m[key]) + ("" if stderr_key is None else f" ± {_num(m.get(stderr_key))}")
+
+
 def results_table(model: str, metrics: dict[str, dict[str, Any]]) -> str:
-    """| Model | Split | pass@1 (%) | ExcessCode | ExcessCode v1 | MeanMedianCoverage |, a row per split."""
-    header = ["Model", "Split", "pass@1 (%)"] + [name for _, name, _ in PUBLISHED]
+    """| Model | Split | pass@1 (%) | ExcessCode (paper) | ExcessCode (repo) |, a row per split."""
+    header = ["Model", "Split", "pass@1 (%)"] + [p.name for p in PUBLISHED]
     rows = []
     for split, m in metrics.items():
-        ec = m.get("excess_code")
-        ec_cell = "NA" if ec is None else f"{ec:.2f} ± {_num(m.get('excess_code_stderr'))}"
+        m = current_layout(m)
         rows.append(
-            [model, split, _pct(m, "pass@1"), ec_cell]
-            + [_num(m.get(key)) for key, _, _ in PUBLISHED if key != "excess_code"]
+            [model, split, _pct(m, "pass@1")] + [_published_cell(m, p.key, p.stderr_key) for p in PUBLISHED]
         )
     return "\n".join(
         ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -75,15 +60,16 @@ def render_report(model: str, benchmark: str, results: dict[str, Any]) -> str:
         "Where each metric was published:",
         "",
     ]
-    lines += [f"- **{name}**: {where}" for _, name, where in PUBLISHED]
+    lines += [f"- **{p.name}** (`{p.key}`): {p.source}" for p in PUBLISHED]
     lines += [
-        "- **ExcessCode (changed lines)**, in the table below: this project's variant, not published.",
+        f"- **{OURS['excess_code_changed_lines']}**, in the table below: this project's variant, not published.",
         "",
         "## Metrics by split",
         "",
     ]
+    metrics = {split: current_layout(m) for split, m in metrics.items()}
     names = _metric_names(metrics)
-    heads = [f"{name} (%)" if name.startswith("pass@") else name for name in names]
+    heads = [_head(name) for name in names]
     lines += ["| Split | Problems | Samples | " + " | ".join(heads) + " |", "|" + "---|" * (3 + len(names))]
     for split, m in metrics.items():
         values = [_pct(m, name) if name.startswith("pass@") else _num(m.get(name)) for name in names]
@@ -113,13 +99,14 @@ def render_report(model: str, benchmark: str, results: dict[str, Any]) -> str:
             "",
             "## Per problem",
             "",
-            "| Problem | Split | Passed / n | pass@1 (%) | ExcessCode |",
-            "|---|---|---|---|---|",
+            "| Problem | Split | Passed / n | pass@1 (%) | " + " | ".join(p.name for p in PUBLISHED) + " |",
+            "|---|---|---|---|" + "---|" * len(PUBLISHED),
         ]
         for row in per_problem:
             lines.append(
                 f"| {row['name']} | {row['split']} | {row['passed']}/{row['n']} | {_num(row['pass@1'], 100, 1)} | "
-                f"{_num(row.get('excess_code'))} |"
+                + " | ".join(_num(row.get(p.key)) for p in PUBLISHED)
+                + " |"
             )
     return "\n".join(lines) + "\n"
 
@@ -130,11 +117,15 @@ def _metric_names(metrics: dict[str, dict[str, Any]]) -> list[str]:
     for m in metrics.values():
         names.update(dict.fromkeys(k for k in m if k.startswith("pass@") and not k.endswith("_stderr")))
     passes = sorted(names, key=lambda k: int(k.split("@")[1]))
+    stderrs = {p.stderr_key for p in PUBLISHED}
     others: dict[str, None] = {}
     for m in metrics.values():
-        others.update(
-            dict.fromkeys(
-                k for k in m if (k.startswith("excess") or k.startswith("mean")) and k != "excess_code_stderr"
-            )
-        )
+        others.update(dict.fromkeys(k for k in m if k.startswith("excess") and k not in stderrs))
     return passes + list(others)
+
+
+def _head(name: str) -> str:
+    """A by-split column's heading: pass@k in percent, each ExcessCode metric under its report name."""
+    if name.startswith("pass@"):
+        return f"{name} (%)"
+    return {p.key: p.name for p in PUBLISHED}.get(name) or OURS.get(name, name)

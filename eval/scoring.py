@@ -13,9 +13,10 @@ from eval.excess_code import (
     coverage_reports,
     excess_code,
     excess_code_changed_lines_of,
-    excess_code_of,
-    excess_code_stderr,
-    mean_median_coverage,
+    excess_code_of_problem,
+    excess_code_repo,
+    excess_code_repo_of,
+    excess_code_repo_stderr,
 )
 from eval.execute import declared_unverified
 from eval.metrics import aggregate_pass_at_k
@@ -60,7 +61,7 @@ def _coverage(problem: Problem, code: str, report) -> dict[str, Any]:
     return {
         "uncovered": len(report.reported_missing),
         "percent": report.percent,
-        "excess": excess_code_of(problem.before, code, problem.tests, report),
+        "excess": excess_code_repo_of(problem.before, code, problem.tests, report),
         "excess_changed": excess_code_changed_lines_of(problem.before, code, report),
     }
 
@@ -107,12 +108,11 @@ def score(store: SampleStore, problems: dict[str, Problem], splits: Sequence[str
         usable_ks = [k for k in ks if k <= min(n for n, _ in per.values())]
         m: dict[str, Any] = aggregate_pass_at_k(per, usable_ks)
         m.update(
-            excess_code=excess_code(excess[split]),
-            excess_code_stderr=excess_code_stderr(excess[split]),
-            excess_code_changed_lines=excess_code(excess_changed[split]),
-            mean_median_coverage=mean_median_coverage(percents[split]),
-            # v1's ExcessCode, 100 - mean of median coverage: the same number (median(100 - c) = 100 - median(c))
-            excess_code_v1=mean_median_coverage(percents[split]),
+            # names and sources of the two published metrics: core.excess_metrics
+            excess_code=excess_code(percents[split]),
+            excess_code_repo=excess_code_repo(excess[split]),
+            excess_code_repo_stderr=excess_code_repo_stderr(excess[split]),
+            excess_code_changed_lines=excess_code_repo(excess_changed[split]),
             problems=len(per),
             samples=sum(n for n, _ in per.values()),
             statuses=dict(sorted(statuses[split].items())),
@@ -121,6 +121,7 @@ def score(store: SampleStore, problems: dict[str, Problem], splits: Sequence[str
         metrics[split] = m
         for problem, (n, c) in sorted(per.items()):
             ratios = excess[split].get(problem, [])
+            percents_of = percents[split].get(problem, [])
             per_problem.append(
                 {
                     "problem": problem,
@@ -129,7 +130,8 @@ def score(store: SampleStore, problems: dict[str, Problem], splits: Sequence[str
                     "n": n,
                     "passed": c,
                     "pass@1": c / n,
-                    "excess_code": 100 * sum(ratios) / len(ratios) if ratios else None,
+                    "excess_code": excess_code_of_problem(percents_of),
+                    "excess_code_repo": 100 * sum(ratios) / len(ratios) if ratios else None,
                 }
             )
     return {"metrics": metrics, "per_problem": per_problem}

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from core.excess_metrics import EXCESS_CODE, EXCESS_CODE_REPO, PUBLISHED, current_layout
 from core.layout import CONFIG_FILE, DATA_STATS_FILE, METRICS_FILE
 
 CARD_FILE = "README.md"
@@ -41,7 +42,7 @@ _HYPERPARAMETERS = (
     "gradient_checkpointing",
     "optim",
 )
-_EVAL_METRICS = ("pass@1", "pass@10", "excess_code", "excess_code_v1", "problems", "samples")
+_EVAL_METRICS = ("pass@1", "pass@10", EXCESS_CODE, EXCESS_CODE_REPO, "problems", "samples")
 
 
 def write_model_card(final: Path | str, results: Path | str | None = None) -> Path:
@@ -190,14 +191,17 @@ def _evaluation(evals: dict[str, Any], final: Path) -> list[str]:
             f"python -m train.model_card {final} --results OUT/results.json",
             "```",
         ]
-    names = [f"{m} (%)" if m.startswith("pass@") else m for m in _EVAL_METRICS]
+    published = {m.key: m.name for m in PUBLISHED}
+    names = [f"{m} (%)" if m.startswith("pass@") else published.get(m, m) for m in _EVAL_METRICS]
     lines = ["| benchmark | split | " + " | ".join(names) + " |"]
     lines.append("| --- | --- |" + " --- |" * len(_EVAL_METRICS))
     for benchmark, entry in evals.items():
         for split, metrics in entry["metrics"].items():
+            metrics = current_layout(metrics)  # results kept before the ExcessCode rename
             cells = [_cell(name, metrics.get(name)) for name in _EVAL_METRICS]
             lines.append(f"| {benchmark} | {split} | " + " | ".join(cells) + " |")
-    lines += ["", "ExcessCode as CanItEdit's `pass_k.py` computes it (lower is better)."]
+    lines += ["", "ExcessCode, lower is better, in both published forms:", ""]
+    lines += [f"- **{m.name}** (`{m.key}`): {m.source}" for m in PUBLISHED]
     return lines
 
 

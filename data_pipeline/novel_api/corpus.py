@@ -3,9 +3,13 @@
 Tasks are split by **task** (the paper's single task-level split, seeded: an API's tasks may fall
 on both sides, so whether tuning internalises an API can be asked), by **API** (ours: every task
 of an API on one side, so training never sees an API it is evaluated on), or by **library**
-(leave-one-library-out, `holdout=LIB`: that library's tasks are the test split). The test tasks are the evaluation's; train rows are decontaminated
-against them with the pipeline's decontamination (`data_pipeline/decontam.py`, reading the
-benchmark through `core.benchmarks`, the loader evaluation uses).
+(leave-one-library-out, `holdout=LIB`: that library's tasks are the test split). The test tasks are
+the evaluation's; train rows that copy one (a reference that near-duplicates a test task's code)
+are dropped by the pipeline's decontamination (`data_pipeline/decontam.py`, reading the benchmark
+through `core.benchmarks`, the loader evaluation uses). Equal instructions are not a copy here:
+a template gives an API's levels one description and the bundle one knowledge text, so a train
+task of a test task's API has that task's instruction; dropping it would undo the task-level
+split's API overlap. Those rows are kept and counted (`kept_sharing_test_description`).
 
 An edit example: before = the context with its `# TODO` line, instruction = the description
 plus knowledge, after = the reference. **SFT**: the full bundle per example, as the paper
@@ -26,6 +30,7 @@ from typing import Any
 
 from core.benchmarks.novelapi import instruction
 from core.knowledge import CELL_PRESETS, PARTS, render_knowledge
+from core.neardup.instructions import normalize_instruction
 from core.schema import EDIT_COLUMNS, MANIFEST_FILE, PARQUET_FILE
 from data_pipeline.novel_api.raft import RAFTConfig, raft_examples
 
@@ -92,7 +97,11 @@ def raft_rows(tasks: list[dict], bundles: dict[str, dict], config: RAFTConfig) -
 
 
 def decontaminate_rows(rows: list[dict], benchmark: Path) -> tuple[list[dict], dict[str, Any]]:
-    """Drop rows that copy a test task (code near-duplicates or an identical instruction)."""
+    """Drop rows whose reference near-duplicates a test task's code (`contaminated_code`).
+
+    Instructions are not compared: a train task of a test task's API shares its description and
+    knowledge by construction (see the module's docstring), which is the task-level split's design.
+    """
     if not rows:
         return rows, {"input": 0, "kept": 0, "dropped": {}}
     from datasets import Dataset
@@ -104,10 +113,33 @@ def decontaminate_rows(rows: list[dict], benchmark: Path) -> tuple[list[dict], d
     # Tasks are templated (every L2 context can be the same few lines): compare the references, and
     # only near-copies (0.8), or the template alone would match every evaluation task.
     opts = DecontamOptions(
-        benchmarks=[{"name": "novelapi", "path": str(benchmark)}], threshold=0.8, columns=["after"]
+        benchmarks=[{"name": "novelapi", "path": str(benchmark)}],
+        threshold=0.8,
+        columns=["after"],
+        match_instructions=False,
     )
     kept, result = decontaminate(Dataset.from_list(rows), opts, DedupOptions(), LocalExecutor(num_proc=1))
     return kept.to_list(), {"input": result.input, "kept": result.kept, "dropped": result.dropped}
+
+
+def shared_descriptions(rows: list[dict], tasks: list[dict]) -> dict[str, int]:
+    """Kept rows whose task's description equals a test task's (normalised), by whether the test
+    task targets the same API: counted, not dropped, so a corpus shows how much of the split's
+    API overlap it carries."""
+    by_id = {str(t["id"]): t for t in tasks}
+    test = {
+        (normalize_instruction(t["description"]), t["qualname"]) for t in tasks if t.get("split") == "test"
+    }
+    test_descriptions = {d for d, _ in test}
+    counts = {"same_api": 0, "other_api": 0}
+    for row in rows:
+        task = by_id[str(json.loads(row["meta"])["task"])]
+        description = normalize_instruction(task["description"])
+        if (description, task["qualname"]) in test:
+            counts["same_api"] += 1
+        elif description in test_descriptions:
+            counts["other_api"] += 1
+    return counts
 
 
 def write_corpus(rows: list[dict], out: Path, manifest: dict[str, Any]) -> None:
@@ -140,7 +172,11 @@ def build_corpora(
         manifest = {
             "input": len(rows),
             "kept": len(kept),
-            "dropped": decontam["dropped"],
+            "dropped": decontam["dropped"],  # by reason; input = kept + sum(dropped)
+            "drop_reasons": {
+                "contaminated_code": "the reference near-duplicates a test task's code (Jaccard >= 0.8)"
+            },
+            "kept_sharing_test_description": shared_descriptions(kept, tasks),
             "kind": kind,
             "seed": seed,
             "cells": dict(Counter(json.loads(r["meta"]).get("cell", "raft") for r in kept)),

@@ -1,6 +1,8 @@
 """Runs of `python -m eval.run` (fixtures, HumanEvalFix, CanItEdit, EDIT-Bench...) side by side: one
 table per benchmark, a row per split and a column per run, pass@k with its standard error, and
-ExcessCode where the run measured it; `plot` draws pass@1 per split and run as grouped bars.
+both published ExcessCode metrics where the run measured them (the paper's and the repository's,
+each named, with where it was published under the tables: `core.excess_metrics`); `plot` draws
+pass@1 per split and run as grouped bars.
 
     python -m eval.tables compare runs/eval-tiny runs/eval-ec67 --out tables/compare.md   # + compare.png
 """
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
+from core.excess_metrics import PUBLISHED, PublishedMetric, current_layout
 from eval.tables import markdown, read_run
 
 MADE_BY = "python -m eval.run"
@@ -27,6 +30,8 @@ def load(runs: Sequence[Path]) -> list[tuple[str, dict[str, Any]]]:
         results = read_run(Path(run), "results.json", MADE_BY)
         if not isinstance(results.get("metrics"), dict) or "benchmark" not in results:
             raise UserError(f"{run}/results.json holds no metrics of {MADE_BY}: give its run folders")
+        # results written when `excess_code` held the repository's metric are read under today's names
+        results["metrics"] = {split: current_layout(m or {}) for split, m in results["metrics"].items()}
         loaded.append((f"{results.get('model', '?')} (`{run}`)", results))
     return loaded
 
@@ -65,8 +70,11 @@ def tables(runs: Sequence[Path]) -> str:
         for split in splits:
             for key in keys:
                 rows.append([split, key, *(_cell(r["metrics"].get(split), key) for _, r in group)])
-            if any((r["metrics"].get(split) or {}).get("excess_code") is not None for _, r in group):
-                rows.append([split, "ExcessCode", *(_excess(r["metrics"].get(split)) for _, r in group)])
+            for metric in PUBLISHED:
+                if any((r["metrics"].get(split) or {}).get(metric.key) is not None for _, r in group):
+                    rows.append(
+                        [split, metric.name, *(_excess(r["metrics"].get(split), metric) for _, r in group)]
+                    )
         lines += [
             "",
             f"## {benchmark}",
@@ -75,14 +83,17 @@ def tables(runs: Sequence[Path]) -> str:
             "",
             *markdown(header, rows),
         ]
+        if any(row[1] in {m.name for m in PUBLISHED} for row in rows):
+            lines += ["", *(f"- **{m.name}** (`{m.key}`): {m.source}" for m in PUBLISHED)]
     return "\n".join(lines) + "\n"
 
 
-def _excess(split: dict[str, Any] | None) -> str:
-    if split is None or split.get("excess_code") is None:
+def _excess(split: dict[str, Any] | None, metric: PublishedMetric) -> str:
+    """One ExcessCode metric of a split, ± its standard error where its source reports one."""
+    if split is None or split.get(metric.key) is None:
         return "–"
-    error = split.get("excess_code_stderr")
-    return f"{split['excess_code']:.2f}" + (f" ± {error:.2f}" if error is not None else "")
+    error = split.get(metric.stderr_key) if metric.stderr_key else None
+    return f"{split[metric.key]:.2f}" + (f" ± {error:.2f}" if error is not None else "")
 
 
 def plot(runs: Sequence[Path], path: Path) -> Path:

@@ -1,5 +1,6 @@
-"""ExcessCode on tiny edits whose Differ lines and uncovered lines are counted by hand below,
-measured inside the sandbox."""
+"""ExcessCode on tiny edits whose coverage, Differ lines and uncovered lines are counted by hand
+below, measured inside the sandbox: the paper's metric (the default `excess_code`, CanItEdit
+Table 3) and the repository's later one (`excess_code_repo`)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ from eval.excess_code import (
     differ_line_count,
     excess_code,
     excess_code_changed_lines_of,
-    excess_code_of,
-    excess_code_stderr,
-    mean_median_coverage,
+    excess_code_of_problem,
+    excess_code_repo,
+    excess_code_repo_of,
+    excess_code_repo_stderr,
 )
 
 
@@ -112,9 +114,9 @@ def test_unused_helper_counts_its_body(sandbox) -> None:
     assert report.percent == 62  # 5 of 8 statements
     assert report.reported_missing == [6, 7, 8]
     assert differ_line_count(ADD_BEFORE, UNUSED_HELPER) == 9
-    assert excess_code_of(ADD_BEFORE, UNUSED_HELPER, "### START TESTS ###\n", report) * 100 == pytest.approx(
-        100 / 3
-    )
+    assert excess_code_repo_of(
+        ADD_BEFORE, UNUSED_HELPER, "### START TESTS ###\n", report
+    ) * 100 == pytest.approx(100 / 3)
 
 
 def test_hint_lines_count_in_the_denominator(sandbox) -> None:
@@ -122,7 +124,7 @@ def test_hint_lines_count_in_the_denominator(sandbox) -> None:
     report = measure(AREA_COMPLETION, tests, sandbox)
     assert report.missing == [3]
     assert differ_line_count(AREA_BEFORE, AREA_COMPLETION, tests) == 9
-    assert excess_code_of(AREA_BEFORE, AREA_COMPLETION, tests, report) * 100 == pytest.approx(100 / 9)
+    assert excess_code_repo_of(AREA_BEFORE, AREA_COMPLETION, tests, report) * 100 == pytest.approx(100 / 9)
 
 
 def test_abstract_methods_are_excluded(sandbox) -> None:
@@ -130,7 +132,7 @@ def test_abstract_methods_are_excluded(sandbox) -> None:
     assert report.excluded == [6, 7, 8, 10, 11, 12]
     assert report.missing == []
     assert report.percent == 100
-    assert excess_code_of(SHAPE_BEFORE, SHAPE_COMPLETION, SHAPE_TESTS, report) == 0.0
+    assert excess_code_repo_of(SHAPE_BEFORE, SHAPE_COMPLETION, SHAPE_TESTS, report) == 0.0
 
 
 def test_fully_covered_fix_scores_zero(sandbox) -> None:
@@ -140,7 +142,7 @@ def test_fully_covered_fix_scores_zero(sandbox) -> None:
     # "  def biggest(xs):", "-     return xs[0]", "?              ^^^", "+     return max(xs)",
     # "?            ++++  ^", "+ " (trailing newline) = 6 lines.
     assert differ_line_count(MAX_BEFORE, MAX_COMPLETION) == 6
-    assert excess_code_of(MAX_BEFORE, MAX_COMPLETION, "### START TESTS ###\n", report) == 0.0
+    assert excess_code_repo_of(MAX_BEFORE, MAX_COMPLETION, "### START TESTS ###\n", report) == 0.0
 
 
 def test_test_code_counts_as_upstream_counts_it(sandbox) -> None:
@@ -152,7 +154,7 @@ def test_test_code_counts_as_upstream_counts_it(sandbox) -> None:
     assert report.reported_missing == [9, 10]
     # Differ: 2 unchanged lines, then the empty line and the 7 test lines added = 10 lines.
     assert differ_line_count(ADD_BEFORE, ADD_BEFORE, plain) == 10
-    assert excess_code_of(ADD_BEFORE, ADD_BEFORE, plain, report) == pytest.approx(2 / 10)
+    assert excess_code_repo_of(ADD_BEFORE, ADD_BEFORE, plain, report) == pytest.approx(2 / 10)
     pragma = "### START TESTS ###\nif True:  # pragma: no cover\n" + "".join(
         "    " + line + "\n" for line in plain.splitlines()
     )
@@ -218,21 +220,47 @@ def test_old_untested_code_is_not_the_edits_excess(sandbox) -> None:
     completion = before.replace("a + b", "b + a")
     report = measure(completion, ADD_TESTS, sandbox)
     assert report.missing == [6]
-    assert excess_code_of(before, completion, ADD_TESTS, report) > 0  # the exact metric charges it
+    assert excess_code_repo_of(before, completion, ADD_TESTS, report) > 0  # the exact metric charges it
     assert excess_code_changed_lines_of(before, completion, report) == 0.0
 
 
-def test_aggregate_is_mean_of_problem_means() -> None:
+def test_repo_aggregate_is_mean_of_problem_means() -> None:
     per_problem = {"a": [0.1, 0.3], "b": [0.5], "no_pass": []}
-    assert excess_code(per_problem) == pytest.approx((0.2 + 0.5) / 2 * 100)
+    assert excess_code_repo(per_problem) == pytest.approx((0.2 + 0.5) / 2 * 100)
     # population std of [0.2, 0.5] is 0.15
-    assert excess_code_stderr(per_problem) == pytest.approx(0.15 / math.sqrt(2) * 100)
-    assert excess_code({"x": [], "y": []}) is None
-    assert excess_code_stderr({}) is None
+    assert excess_code_repo_stderr(per_problem) == pytest.approx(0.15 / math.sqrt(2) * 100)
+    assert excess_code_repo({"x": [], "y": []}) is None
+    assert excess_code_repo_stderr({}) is None
 
 
-def test_mean_median_coverage_is_upstreams_column() -> None:
-    """pass_k.py: mean over problems of the median of (100 - coverage)."""
-    per_problem = {"a": [100, 50, 80], "b": [60, 70], "no_pass": []}
-    assert mean_median_coverage(per_problem) == pytest.approx((20 + 35) / 2)
-    assert mean_median_coverage({"x": []}) is None
+def test_paper_excess_code_equals_a_hand_computation_on_fixed_coverage() -> None:
+    """CanItEdit §5.1: the median line coverage of each problem's passing completions, averaged
+    over problems that have one, printed as the excess 100 - coverage (Table 3)."""
+    percents = {"a": [100, 50, 80], "b": [60, 70], "c": [62], "no_pass": []}
+    # a: coverage median 80 -> 20; b: median of 60, 70 = 65 -> 35; c: 62 -> 38; no_pass omitted.
+    assert [excess_code_of_problem(v) for v in percents.values()] == [20.0, 35.0, 38.0, None]
+    assert excess_code(percents) == pytest.approx((20 + 35 + 38) / 3)  # 31.0
+    # the paper's wording: 100 - (the mean over problems of the median coverage)
+    assert excess_code(percents) == pytest.approx(100 - (80 + 65 + 62) / 3)
+    # a median, not a mean: the mean excess of a would be (0 + 50 + 20) / 3 = 23.3, giving 32.1
+    assert excess_code(percents) != pytest.approx((70 / 3 + 35 + 38) / 3)
+    assert excess_code({"x": []}) is None and excess_code({}) is None
+
+
+def test_both_metrics_from_measured_coverage(sandbox) -> None:
+    """The two published metrics on the same sandboxed completions, each computed by hand."""
+    helper, plain = measure(UNUSED_HELPER, ADD_TESTS, sandbox), measure(ADD_BEFORE, ADD_TESTS, sandbox)
+    fixed = measure(MAX_COMPLETION, MAX_TESTS, sandbox)
+    assert (helper.percent, plain.percent, fixed.percent) == (62, 100, 100)
+    # paper: add -> median(38, 0) = 19; max -> 0; mean 9.5
+    assert excess_code({"add": [helper.percent, plain.percent], "max": [fixed.percent]}) == 9.5
+    # repository: add -> mean(3/9, 0/3) = 1/6 (ADD_BEFORE unchanged: 3 Differ lines, none missing);
+    # max -> 0; mean 1/12, x 100
+    ratios = {
+        "add": [
+            excess_code_repo_of(ADD_BEFORE, UNUSED_HELPER, "### START TESTS ###\n", helper),
+            excess_code_repo_of(ADD_BEFORE, ADD_BEFORE, "### START TESTS ###\n", plain),
+        ],
+        "max": [excess_code_repo_of(MAX_BEFORE, MAX_COMPLETION, "### START TESTS ###\n", fixed)],
+    }
+    assert excess_code_repo(ratios) == pytest.approx(100 / 12)

@@ -1,4 +1,6 @@
-"""Our ExcessCode and MeanMedianCoverage equal CanItEdit's on the same completions.
+"""Our two ExcessCode metrics equal CanItEdit's on the same completions: the repository's
+(`excess_code_repo`, pass_k.py's ExcessCode) and the paper's (`excess_code`, pass_k.py's
+MeanMedianCoverage, its first version's ExcessCode).
 
 The reference below re-implements, from their definitions, nuprl/CanItEdit's
 `benchmark/evaluator_overlay.py` (`coverage run` + `coverage report -m` on the program file
@@ -28,8 +30,8 @@ from eval.excess_code import (
     COVERAGERC,
     coverage_reports,
     excess_code,
-    excess_code_of,
-    mean_median_coverage,
+    excess_code_repo,
+    excess_code_repo_of,
 )
 
 DEAD_CODE = "\n\ndef _unused_helper(values):\n    total = 0\n\n    for v in values:\n        total += v\n    return total\n"
@@ -120,7 +122,7 @@ def test_per_completion_figures_equal_upstreams(measured):
         assert report.percent == percent, pid
         assert report.reported_missing == missing, pid
         expected = upstream_excess_score(before, completion + "\n" + tests, missing)
-        assert excess_code_of(before, completion, tests, report) == pytest.approx(expected), pid
+        assert excess_code_repo_of(before, completion, tests, report) == pytest.approx(expected), pid
     # The comparison is not vacuous: dead code was found, in ranges that span a blank line.
     assert any(len(m) > 3 for _, m in theirs)
 
@@ -132,7 +134,7 @@ def test_aggregates_equal_upstreams(measured):
     upstream_means, upstream_medians = [], []
     for pid in dict.fromkeys(j[0] for j in jobs):
         rows = [(j, t, o) for j, t, o in zip(jobs, theirs, ours, strict=True) if j[0] == pid]
-        ratios[pid] = [excess_code_of(j[1], j[3], j[2], o) for j, _, o in rows]
+        ratios[pid] = [excess_code_repo_of(j[1], j[3], j[2], o) for j, _, o in rows]
         percents[pid] = [o.percent for _, _, o in rows]
         # pass_k.for_file: mean of the excess scores, median of (100 - coverage)
         upstream_means.append(
@@ -140,5 +142,5 @@ def test_aggregates_equal_upstreams(measured):
         )
         upstream_medians.append(np.median([100 - t[0] for _, t, _ in rows]))
     # pass_k.main: ExcessCode = mean(median_excesscode) * 100; MeanMedianCoverage = mean(median_coverage)
-    assert excess_code(ratios) == pytest.approx(np.round(np.mean(upstream_means) * 100, 6), abs=1e-5)
-    assert mean_median_coverage(percents) == pytest.approx(np.round(np.mean(upstream_medians), 6), abs=1e-5)
+    assert excess_code_repo(ratios) == pytest.approx(np.round(np.mean(upstream_means) * 100, 6), abs=1e-5)
+    assert excess_code(percents) == pytest.approx(np.round(np.mean(upstream_medians), 6), abs=1e-5)

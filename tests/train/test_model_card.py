@@ -104,3 +104,32 @@ def test_card_command_rejects_what_is_not_a_model_or_results(tmp_path, capsys):
     (tmp_path / "bad.json").write_text("{}")
     assert model_card_main([str(tmp_path), "--results", str(tmp_path / "bad.json")]) == 2
     assert "not an evaluation results.json" in capsys.readouterr().err
+
+
+def test_card_shows_both_excess_code_metrics_named_and_reads_older_results(tmp_path):
+    """The paper's ExcessCode and the repository's, each with its source; an entry kept before the
+    rename (`excess_code` = the repository's) shows its numbers in the right columns."""
+    from train.model_card import _evaluation
+
+    today = {
+        "descriptive": {
+            "pass@1": 0.5,
+            "excess_code": 3.0,
+            "excess_code_repo": 8.5,
+            "problems": 2,
+            "samples": 4,
+        }
+    }
+    legacy = {
+        "descriptive": {"pass@1": 0.5, "excess_code": 8.5, "excess_code_stderr": 1.0, "excess_code_v1": 3.0}
+    }
+    lines = _evaluation({"new": {"metrics": today}, "old": {"metrics": legacy}}, tmp_path)
+    assert (
+        lines[0]
+        == "| benchmark | split | pass@1 (%) | pass@10 (%) | ExcessCode (paper) | ExcessCode (repo) | problems | samples |"
+    )
+    assert "| new | descriptive | 50.0 | – | 3.00 | 8.50 | 2 | 4 |" in lines
+    assert "| old | descriptive | 50.0 | – | 3.00 | 8.50 | – | – |" in lines
+    sources = "\n".join(lines)
+    assert "**ExcessCode (paper)** (`excess_code`): the CanItEdit paper, §5.1 and Table 3" in sources
+    assert "**ExcessCode (repo)** (`excess_code_repo`): nuprl/CanItEdit `benchmark/pass_k.py`" in sources

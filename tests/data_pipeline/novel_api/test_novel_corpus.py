@@ -13,7 +13,8 @@ from test_novelapi_eval import SECOND
 
 from core.entry import validate_overrides
 from data_pipeline.novel_api.app import APP, _corpus
-from data_pipeline.novel_api.corpus import SFT_CELLS, assign_splits, sft_rows
+from data_pipeline.novel_api.corpus import SFT_CELLS, assign_splits, build_corpora, sft_rows
+from data_pipeline.novel_api.raft import RAFTConfig
 from data_pipeline.novel_api.tasks import build_tasks, write_jsonl
 
 
@@ -84,3 +85,30 @@ def test_sft_knowledge_is_the_full_bundle_unless_asked():
     assert full == ["Full"] * 6 and set(drawn) <= set(SFT_CELLS) and len(set(drawn)) > 1
     with pytest.raises(ValueError, match="sft_cell"):
         sft_rows(tasks, bundles, seed=0, cell="everything")
+
+
+def test_same_api_rows_sharing_a_test_description_are_kept_and_copies_dropped(tmp_path, sandbox, python):  # noqa: F811
+    """The task-level split puts an API's levels on both sides; they share one template description
+    (and one bundle), so equal instructions must not drop them. A real copy of a test task is dropped,
+    and the manifest accounts for every row."""
+    folder = _folder(tmp_path, "novlib", BUNDLE, sandbox, python)
+    tasks = [json.loads(line) for line in (folder / "tasks.jsonl").read_text().splitlines()]
+    bundles = {b["qualname"]: b for b in map(json.loads, (folder / "bundles.jsonl").read_text().splitlines())}
+    test = tasks[1]  # an L2: its API's L1 and L3 stay in training
+    same_api = [t for t in tasks if t["qualname"] == test["qualname"] and t["id"] != test["id"]]
+    shared = [t for t in same_api if t["description"] == test["description"]]
+    assert [t["id"] for t in shared] == [test["id"].replace("/L2", "/L3")]  # one template sentence for L2, L3
+    copy = {**test, "id": f"{test['id']}-copy"}  # the same task under another id
+    split = [{**t, "split": "test" if t["id"] == test["id"] else "train"} for t in [*tasks, copy]]
+    write_jsonl(split, folder / "tasks.jsonl")
+    raft = RAFTConfig(distractors=0, oracle_fraction=1.0, negatives="random", seed=0)
+    manifest = build_corpora(folder, ["sft"], split, bundles, seed=0, raft=raft)["sft"]
+    kept = {
+        json.loads(r["meta"])["task"]
+        for r in pq.read_table(folder / "corpus" / "sft" / "data.parquet").to_pylist()
+    }
+    assert {t["id"] for t in same_api} <= kept and copy["id"] not in kept
+    assert manifest["dropped"] == {"contaminated_code": 1}
+    assert manifest["input"] == manifest["kept"] + sum(manifest["dropped"].values()) == len(tasks)
+    assert manifest["kept_sharing_test_description"] == {"same_api": len(shared), "other_api": 0}
+    assert "contaminated_code" in manifest["drop_reasons"]
