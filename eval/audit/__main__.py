@@ -17,6 +17,7 @@ from core.config import register_schema
 from core.entry import App, run_app
 from core.errors import ConfigError
 from eval.audit.classify import ClassifierConfig
+from eval.audit.desiderata import Thresholds
 from eval.benchmarks import get_kind, options_of
 from eval.config import SandboxConfig
 
@@ -44,6 +45,8 @@ class AuditConfig:
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     # RQ1 labels: the deterministic rules, or with classifier.model a served model (see classify.py)
     classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
+    # report.md's D1-D6: our thresholds where the published audit states none (desiderata.py)
+    desiderata: Thresholds = field(default_factory=Thresholds)
 
     def validate(self) -> None:
         self.benchmark = options_of(self.benchmark)
@@ -57,6 +60,7 @@ class AuditConfig:
         if self.mutation.per_region < 1 or self.mutation.timeout_factor <= 0:
             raise ConfigError("mutation.per_region must be >= 1 and mutation.timeout_factor > 0")
         self.classifier.validate()
+        self.desiderata.validate()
 
 
 register_schema("audit_schema", AuditConfig)
@@ -112,7 +116,7 @@ def run(cfg: AuditConfig, resolved: dict[str, Any]) -> None:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "audit.json").write_text(json.dumps(audit, indent=2) + "\n")
-    report = render(audit, plot(audit, out))
+    report = render(audit, plot(audit, out), cfg.desiderata)
     (out / "report.md").write_text(report)
     print(report)
 

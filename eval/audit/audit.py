@@ -21,7 +21,17 @@ from core.problems import Problem
 from core.sandbox import SandboxLimits
 from core.sandbox.declared import imported_roots
 from eval.audit import density as density_mod
-from eval.audit import distributions, independence, linecoverage, mutation, scope, steps, unsolved, validity
+from eval.audit import (
+    distributions,
+    independence,
+    linecoverage,
+    mutation,
+    paradigms,
+    scope,
+    steps,
+    unsolved,
+    validity,
+)
 from eval.audit.classify import ClassifierConfig, classify
 from eval.audit.labels import EMERGING
 from eval.audit.steps import StepStore, in_chunks
@@ -114,9 +124,11 @@ def run_audit(
         scopes = chunked("scope", lambda chunk: scope.test_scope(chunk, sandbox, limits, executable))
     shared = step("independence", lambda: independence.shared_codebases(every))
     table1 = distributions.table1(every)
+    found = {p.id: paradigms.paradigms(p) for p in every}  # D6, with the rule that found each
     rows = []
     for p in every:
         row: dict[str, Any] = {"id": p.id, "name": p.name, "language": p.language, **labels[p.id].as_row()}
+        row["paradigms"] = found[p.id]
         if p.id not in checks:
             row.update(pass_after=None, fail_before=None, flaky=None, not_runnable=list(p.not_runnable))
             row.update(densities[p.id])
@@ -138,14 +150,15 @@ def run_audit(
         "independence": shared,
         "distributions": table1,
         "totals": _totals(rows, shared),
-        # RQ1 (D2, D3): the classifier's totals and where its labels come from; D6: problems that use
-        # an LLM SDK or agent framework
+        # RQ1 (D2, D3): the classifier's totals and where its labels come from; D6: problems per
+        # paradigm it names, and (context only) problems that import an LLM SDK or agent framework
         "classifier": {k: v for k, v in classified.items() if k not in _TOTALS},
         "languages": classified["languages"],
         "intents": classified["intents"],
         "domains": classified["domains"],
         "ai_subcategories": classified["ai_subcategories"],
         "emerging": sum(bool(imported_roots(p.before, p.after) & EMERGING) for p in every),
+        "paradigms": paradigms.count(found),
     }
     if options.model_results:
         results = unsolved.read_results(options.model_results)

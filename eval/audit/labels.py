@@ -22,9 +22,6 @@ from __future__ import annotations
 
 INTENTS = ("feat", "fix", "docs", "test", "refactor", "perf", "style", "chore", "build", "ci", "other")
 INTENT_ALIASES = {"refac": "refactor", "sty": "style"}  # the spellings of the paper's prompt (Figure 5)
-# the edits D3 asks for: "docs, chore, build, and ci" have no problem in either benchmark (RQ1) and
-# D3 adds test writing
-MAINTENANCE_INTENTS = frozenset({"docs", "test", "chore", "build", "ci"})
 
 AI_ML = "Artificial Intelligence and Machine Learning"
 ALGORITHM = "Algorithm Design and Problem Solving"

@@ -12,13 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from eval.audit import labels as L
-from eval.audit import rq1
-from eval.audit.classify import describe
+from eval.audit import desiderata, rq1
+from eval.audit.desiderata import Thresholds
 from eval.audit.distributions import render_table1
-from eval.audit.labels import EMERGING, MAINTENANCE_INTENTS
 
-__all__ = ["EMERGING", "MAINTENANCE_INTENTS", "PUBLISHED", "plot", "render"]
+__all__ = ["PUBLISHED", "plot", "render"]
 
 # figure -> (CanItEdit, EDIT-Bench) as published (the audit's RQ2; "—": not reported). Coverage
 # figures are over EDIT-Bench's 91 executable problems; the audit reports no diff-region view for
@@ -44,7 +42,8 @@ def _f(value: Any, suffix: str = "", digits: int = 1) -> str:
     return f"{value:.{digits}f}{suffix}" if isinstance(value, float) else f"{value}{suffix}"
 
 
-def render(audit: dict[str, Any], plots: list[str]) -> str:
+def render(audit: dict[str, Any], plots: list[str], thresholds: Thresholds | None = None) -> str:
+    """report.md: `thresholds` are the desiderata's own (None: the defaults, `desiderata.Thresholds`)."""
     t = audit["totals"]
     n = t["problems"]
     ran = n - t.get("not_runnable", 0)  # the denominators of what needs a run
@@ -135,51 +134,22 @@ def render(audit: dict[str, Any], plots: list[str]) -> str:
     lines += [
         "## The six desiderata (D1-D6, as the published audit states them)",
         "",
-        *_desiderata(audit),
+        *_desiderata(audit, thresholds),
         "",
     ]
     lines += [f"![{Path(p).stem}]({Path(p).name})" for p in plots]
     return "\n".join(lines) + "\n"
 
 
-def _desiderata(audit: dict[str, Any]) -> list[str]:
-    """The published audit's six desiderata (D1-D6) as it states them, each decided from what the
-    audit measured where that is possible offline, and saying so where it is not; then the
-    project's own stricter checks."""
-    t, n = audit["totals"], audit["totals"]["problems"] - audit["totals"].get("not_runnable", 0)
-    total = audit["totals"]["problems"]
+def _desiderata(audit: dict[str, Any], thresholds: Thresholds | None = None) -> list[str]:
+    """The published audit's six desiderata (D1-D6) as it states them (`desiderata.py`), then the
+    project's own stricter checks, which are not the paper's and are listed apart so they are never
+    read as its verdicts."""
+    t = audit["totals"]
+    n = t["problems"] - t.get("not_runnable", 0)
     mark = lambda ok: "[x]" if ok else "[ ]"  # noqa: E731
-    languages = t["languages"]
-    top_language, top_count = max(languages.items(), key=lambda kv: kv[1]) if languages else ("-", 0)
-    d1 = len(languages) >= 6 and top_count <= 0.3 * total
-    emerging = audit.get("emerging", 0)
     lines = [
-        f"- {mark(d1)} **D1 languages in proportion to ecosystem usage** (six languages cover 80% of new "
-        f"repositories; none above 30% of activity): {len(languages)} language(s), {top_language} "
-        f"{100 * top_count / max(total, 1):.0f}% of the problems.",
-    ]
-    lines += _d2_d3(audit, total)
-    if n == 0:
-        lines.append(
-            "- [ ] **D4 preservation of existing behaviour**: no problem could run here (see audit.json)."
-        )
-    else:
-        valid = t["pass_after"] == n and t["fail_before"] == n and not t["flaky"]
-        preserving = (t["kill_rate_outside"] or 0) >= 80
-        lines.append(
-            f"- {mark(valid and preserving and t.get('diff_coverage_measured', 0) > 0)} **D4 preservation of "
-            f"existing behaviour, not just the edit** (fail-before/pass-after validated, diff-region coverage "
-            f"reported, changes outside the edit detected): {t['pass_after']}/{n} pass after, {t['fail_before']}/{n} "
-            f"fail before, {t['flaky']} flaky; diff-region coverage median {_f(t['diff_coverage_median'], '%')}; "
-            f"{_f(t['kill_rate_outside'], '%')} of out-of-region mutants killed."
-        )
-    independent = (t["distinct_contexts"] or 0) >= 0.95 * total and (n == 0 or t["pass_after"] == n)
-    lines += [
-        f"- {mark(independent)} **D5 problem independence and published quality metadata**: "
-        f"{t['distinct_contexts']}/{total} distinct contexts; solvability validated for {t['pass_after']}/{n}; "
-        "this audit publishes per-problem metadata (`audit.json`).",
-        f"- {mark(emerging > 0)} **D6 emerging development paradigms** (agent orchestration, prompt templates): "
-        f"{emerging} problem(s) import an LLM SDK or agent framework.",
+        *desiderata.render(desiderata.decide(audit, thresholds)),
         "",
         "The project's own stricter checks:",
         "",
@@ -201,45 +171,6 @@ def _desiderata(audit: dict[str, Any]) -> list[str]:
         "never-run lines counted as surviving): "
         f"{_f(t['kill_rate_outside'], '%')}.",
     ]
-
-
-def _d2_d3(audit: dict[str, Any], total: int) -> list[str]:
-    """D2 and D3, decided from the RQ1 labels (the classifier's, or labels the problems carry), saying
-    where the labels come from; an audit without labels leaves them undecided."""
-    mark = lambda ok: "[x]" if ok else "[ ]"  # noqa: E731
-    source = describe(audit["classifier"]) if "classifier" in audit else "labels the problems carry"
-    source = source[:1].upper() + source[1:]
-    lines = []
-    domains = audit.get("domains") or {}
-    if domains and total:
-        share = {d: 100 * domains.get(d, 0) / total for d in L.DOMAIN_SHARES}
-        off = [d for d, ref in L.DOMAIN_SHARES.items() if not ref / 2 <= share[d] <= 2 * ref]
-        top = max(share, key=lambda d: share[d] / L.DOMAIN_SHARES[d])
-        lines.append(
-            f"- {mark(not off)} **D2 domains anchored to real editing workloads** (the project's cut: each of "
-            "Copilot Arena's six stated domain shares met within a factor of two): backend + frontend "
-            f"{share[L.BACKEND] + share[L.FRONTEND]:.1f}% (46% in Copilot Arena); most over-represented: {top} "
-            f"{share[top]:.1f}% ({L.DOMAIN_SHARES[top]:.0f}%); outside the cut: {len(off)} of 6. {source}."
-        )
-    else:
-        lines.append(
-            "- [ ] **D2 domains anchored to real editing workloads**: not decided here; the audit has no domain "
-            "labels (the RQ1 classification)."
-        )
-    intents = audit.get("intents") or {}
-    if intents:
-        maintenance = sum(c for k, c in intents.items() if k in MAINTENANCE_INTENTS)
-        lines.append(
-            f"- {mark(maintenance > 0)} **D3 maintenance, documentation and testing edits**: {maintenance} of "
-            f"{total} problems labelled docs/test/chore/build/ci ({100 * maintenance / max(total, 1):.1f}%; docs, "
-            f"chore, build and ci are 31.4% of human PRs in AIDev). {source}."
-        )
-    else:
-        lines.append(
-            "- [ ] **D3 maintenance, documentation and testing edits**: not decided here; the audit has no "
-            "edit-intent labels."
-        )
-    return lines
 
 
 def _histogram(
