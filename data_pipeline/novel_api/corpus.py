@@ -88,7 +88,7 @@ def raft_rows(tasks: list[dict], bundles: dict[str, dict], config: RAFTConfig) -
     return [
         _row(
             ex,
-            instruction(ex, ex["context"]),
+            instruction(ex, ex["documents"]),
             "novelapi-raft",
             {"oracle_in_context": ex["oracle_in_context"], "documents": ex["context_ids"]},
         )

@@ -162,8 +162,9 @@ def raft_examples(
     render: Callable[[dict[str, Any]], str],
     retriever: Retriever | None = None,
 ) -> list[dict[str, Any]]:
-    """Each task (`id`, `qualname` = oracle bundle id, `description`, ...) with `context_ids`,
-    `oracle_in_context` and `context` (rendered). Deterministic for a seed."""
+    """Each task (`id`, `qualname` = oracle bundle id, `description`, its code `context`, ...) with
+    `context_ids`, `oracle_in_context` and `documents` (rendered; the task's own code `context` is
+    kept, it is the example's code before the edit). Deterministic for a seed."""
     pool = DocumentPool(bundles)
     if config.negatives == "retrieved" and retriever is None:
         retriever = BM25Retriever([(i, pool.texts[i]) for i in pool.ids])
@@ -178,6 +179,8 @@ def raft_examples(
             query=task.get("description"),
             pool=pool,
         )
-        context = render_documents(ids, bundles, render)
-        examples.append({**task, "context_ids": ids, "oracle_in_context": with_oracle, "context": context})
+        documents = render_documents(ids, bundles, render)
+        examples.append(
+            {**task, "context_ids": ids, "oracle_in_context": with_oracle, "documents": documents}
+        )
     return examples

@@ -80,7 +80,7 @@ def test_same_seed_same_corpus_other_seed_other_corpus():
     assert raft_examples(tasks(200), bundles, RAFTConfig(seed=8), render) != first
     # a task's context depends on the seed and its id, not on the other tasks or their order
     reordered = raft_examples(tasks(200)[::-1], dict(reversed(bundles.items())), RAFTConfig(seed=7), render)
-    assert {e["id"]: e["context"] for e in reordered} == {e["id"]: e["context"] for e in first}
+    assert {e["id"]: e["documents"] for e in reordered} == {e["id"]: e["documents"] for e in first}
 
 
 def test_retrieved_negatives_are_the_top_bm25_non_oracle_bundles():
@@ -110,9 +110,9 @@ def test_contexts_are_delimited_and_shuffled():
     examples = raft_examples(tasks(400), bundles, RAFTConfig(seed=4), render)
     positions = set()
     for e in examples:
-        assert re.findall(r"<doc id=(\d+)>", e["context"]) == ["1", "2", "3", "4", "5"]
-        assert e["context"].count("</doc>") == 5
-        blocks = re.findall(r"<doc id=\d+>\n(.*?)\n</doc>", e["context"], flags=re.S)
+        assert re.findall(r"<doc id=(\d+)>", e["documents"]) == ["1", "2", "3", "4", "5"]
+        assert e["documents"].count("</doc>") == 5
+        blocks = re.findall(r"<doc id=\d+>\n(.*?)\n</doc>", e["documents"], flags=re.S)
         assert blocks == [render(bundles[i]) for i in e["context_ids"]]
         if e["oracle_in_context"]:
             positions.add(e["context_ids"].index(e["qualname"]))

@@ -13,7 +13,7 @@ from test_novelapi_eval import SECOND
 
 from core.entry import validate_overrides
 from data_pipeline.novel_api.app import APP, _corpus
-from data_pipeline.novel_api.corpus import SFT_CELLS, assign_splits, build_corpora, sft_rows
+from data_pipeline.novel_api.corpus import SFT_CELLS, assign_splits, build_corpora, raft_rows, sft_rows
 from data_pipeline.novel_api.raft import RAFTConfig
 from data_pipeline.novel_api.tasks import build_tasks, write_jsonl
 
@@ -85,6 +85,16 @@ def test_sft_knowledge_is_the_full_bundle_unless_asked():
     assert full == ["Full"] * 6 and set(drawn) <= set(SFT_CELLS) and len(set(drawn)) > 1
     with pytest.raises(ValueError, match="sft_cell"):
         sft_rows(tasks, bundles, seed=0, cell="everything")
+
+
+def test_a_raft_row_edits_the_tasks_code_with_the_documents_in_its_instruction():
+    tasks = [{"id": f"t{i}", "qualname": f"novlib.m.f{i}", "library": "novlib", "context": f"x = {i}  # TODO\n",
+              "reference": f"x = f{i}()\n", "description": "use it"} for i in range(8)]  # fmt: skip
+    bundles = {t["qualname"]: {"qualname": t["qualname"], "S": {"signature": "()"}} for t in tasks}
+    rows = raft_rows(tasks, bundles, RAFTConfig(seed=0))
+    for task, row in zip(tasks, rows, strict=True):
+        assert row["before"] == task["context"] and row["after"] == task["reference"]
+        assert "<doc id=1>" in row["instruction"] and "<doc id=" not in row["before"]
 
 
 def test_same_api_rows_sharing_a_test_description_are_kept_and_copies_dropped(tmp_path, sandbox, python):  # noqa: F811
