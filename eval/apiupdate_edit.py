@@ -178,6 +178,8 @@ def run(cfg: EditRunConfig, resolved: dict[str, Any]) -> None:
             result = study.run()
         finally:
             study.close()
+    # what the tables need to say why a split is missing, whether or not the resolved config is kept
+    result.update(benchmark=cfg.benchmark.path, max_apis=cfg.max_apis)
     result.update(model=cfg.model.label(), editor=cfg.editor.name, regime=cfg.regime, config=resolved)
     (out / "results.json").write_text(json.dumps(result, indent=2))
     report = render_study_report([result], result["shapley_k"])

@@ -163,14 +163,15 @@ def _nonworkaround_gap(runs: Runs, model: str) -> str | None:
     if any("nonworkaround" in (r.get("after") or {}) for r in results):
         return None
     config = results[0].get("config") or {}
-    bench = (config.get("benchmark") or {}).get("path")
+    bench = results[0].get("benchmark") or (config.get("benchmark") or {}).get("path")
+    max_apis = results[0].get("max_apis") or config.get("max_apis")
     manifest = Path(bench, "manifest.json") if bench else None
     if manifest and manifest.is_file():
         built = json.loads(manifest.read_text(encoding="utf-8"))
         if not built.get("rows_per_split", {}).get("nonworkaround"):
             return f"its benchmark {bench} has none (built with nonworkaround={built.get('nonworkaround')})"
-    if config.get("max_apis"):
-        return f"max_apis={config['max_apis']} left the non-workaroundable APIs out of its runs"
+    if max_apis:
+        return f"max_apis={max_apis} left the non-workaroundable APIs out of its runs"
     return "its runs evaluated no non-workaroundable row (build the benchmark with nonworkaround=appendix_b)"
 
 
