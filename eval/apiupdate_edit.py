@@ -11,7 +11,8 @@ are fitted on the benchmark's edit split into OUT/editor-fit first, or load
 `editor.options.checkpoint`. The
 study itself (`eval/apiupdate/study.py`): pre-edit filtering, single (reset before each API)
 or successive (edits accumulate, seeded order) regimes, C/P/A/W@k per split before and after,
-and the Shapley split of dPass@k. Writes OUT/results.json, OUT/report.md and OUT/samples.jsonl.
+and the Shapley split of dPass@k. Writes OUT/results.json, OUT/report.md, OUT/plot.png (the
+C/P/A/W bars per editor) and OUT/samples.jsonl.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ def run(cfg: EditRunConfig, resolved: dict[str, Any]) -> None:
     from core.sandbox import make_sandbox
     from eval.apiupdate.report import render_study_report
     from eval.apiupdate.study import EditStudy, StudyOptions
+    from eval.apiupdate.tables import plot_results
     from eval.benchmarks import get_kind
     from eval.generation.base import SamplingConfig
     from eval.generation.hf import HFGenerator, load_model
@@ -176,11 +178,14 @@ def run(cfg: EditRunConfig, resolved: dict[str, Any]) -> None:
             result = study.run()
         finally:
             study.close()
+    # what the tables need to say why a split is missing, whether or not the resolved config is kept
+    result.update(benchmark=cfg.benchmark.path, max_apis=cfg.max_apis)
     result.update(model=cfg.model.label(), editor=cfg.editor.name, regime=cfg.regime, config=resolved)
     (out / "results.json").write_text(json.dumps(result, indent=2))
     report = render_study_report([result], result["shapley_k"])
     (out / "report.md").write_text(report)
-    log.info("wrote %s (results.json, report.md)", out)
+    plot_results([result], result["shapley_k"], out / "plot.png")
+    log.info("wrote %s (results.json, report.md, plot.png)", out)
     print(report)
 
 

@@ -6,9 +6,11 @@
 
 Writes `out/problems.jsonl` (one row per problem, modified API and split), `out/apis.jsonl`
 (every builtin/stdlib API the solutions call, modifiable or why not) and `out/manifest.json`
-(counts per type, API and split, every dropped row under its reason). The steps are in
-`eval/apiupdate/builder.py`; `python -m eval.run benchmark=apiupdate benchmark.path=OUT` scores
-a model on the result.
+(counts per type, API and split, every dropped row under its reason, the split sizes beside
+App. A.2's and the problems shared across APIs' splits). `disjoint=across_apis` (ours) keeps
+every edit problem out of every API's test splits; the default is the study's per-API split.
+The steps are in `eval/apiupdate/builder.py`; `python -m eval.run benchmark=apiupdate
+benchmark.path=OUT` scores a model on the result.
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ class BuildAPIUpdateConfig:
     types_per_api: str = "one"  # one (the study's: one seeded type per API) | all (ours)
     s4_form: str = "tuple"  # tuple (the study's: read [0]) | value (ours: read .value)
     nonworkaround: str = "appendix_b"  # appendix_b (the study's App. B set) | extended (ours) | none
+    # per_api (the study's App. A.2: an API's edit and test problems disjoint) | across_apis (ours:
+    # no problem is an edit example for one API and a test problem for another)
+    disjoint: str = "per_api"
     limit: int | None = None  # the first N source problems
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
@@ -118,6 +123,7 @@ def run(cfg: BuildAPIUpdateConfig, resolved: dict[str, Any]) -> None:
         types_per_api=cfg.types_per_api,
         s4_form=cfg.s4_form,
         nonworkaround=cfg.nonworkaround,
+        disjoint=cfg.disjoint,
         limit=cfg.limit,
     )
     started = time.monotonic()

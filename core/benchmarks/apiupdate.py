@@ -38,6 +38,7 @@ BUILD_CHOICES = {
     "types_per_api": ("one", "all"),
     "s4_form": ("tuple", "value"),
     "nonworkaround": ("appendix_b", "extended", "none"),
+    "disjoint": ("per_api", "across_apis"),
 }
 
 MODIFICATION_FIELDS = ("api", "type", "module", "name", "new_name", "signature", "old_signature")

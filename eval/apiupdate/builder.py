@@ -14,8 +14,12 @@
    least used type first (`other_type_of_api`); `types_per_api="all"` (ours) keeps every type.
 4. **Split**, seeded: per API, its problems 1:2 into reliability (the edit examples) and
    generalization (at least 2 problems per API), so no API's edit problem is one of its test
-   problems, whatever its types; specificity from problems that do not call the API, rare APIs
-   first, then an even fill; targets 500 / 1,000 / 1,000 with proportional downsampling. The
+   problems, whatever its types (`disjoint="per_api"`, App. A.2); a problem that calls two APIs
+   can still be one API's edit example and the other's test problem, which the manifest counts
+   (`overlap_across_apis`). `disjoint="across_apis"` (ours) gives each problem one role over all
+   APIs and keeps edit problems out of specificity. Specificity from problems that do not call
+   the API, rare APIs first, then an even fill; targets 500 / 1,000 / 1,000 with proportional
+   downsampling. The
    non-workaroundable set adds its own reliability and `nonworkaround` rows: App. B's five APIs
    with their types (`nonworkaround="appendix_b"`, the default), or our eight (`"extended"`).
 
@@ -54,6 +58,8 @@ from eval.apiupdate.sources import SourceProblem, load_source
 log = logging.getLogger(__name__)
 SPLITS = ("reliability", "generalization", "specificity", "nonworkaround")
 TARGETS = {"reliability": 500, "generalization": 1000, "specificity": 1000}  # the study's
+# what the study ended with after filtering (App. A.2), shown beside a build's own sizes
+PAPER_SIZES = {"reliability": 469, "generalization": 647, "specificity": 924}
 # What the unmodified solution must do under each type, or the pair tells nothing about adoption.
 EXPECTED_OLD_OUTCOME = {
     "R1": "old_api",
@@ -77,6 +83,7 @@ class BuildOptions:
     types_per_api: str = "one"  # one (the study's) | all (ours): see BUILD_CHOICES
     s4_form: str = "tuple"  # the study's `[0]`; "value": ours, `.value`
     nonworkaround: str = "appendix_b"  # appendix_b (the study's) | extended (ours) | none
+    disjoint: str = "per_api"  # per_api (the study's) | across_apis (ours): see split()
     limit: int | None = None  # the first N source problems (quick runs)
 
     def __post_init__(self) -> None:
@@ -260,24 +267,29 @@ class Builder:
     # ------------------------------------------------------------------ 4. split
     def split(self, pairs: list[Pair]) -> dict[str, list[Pair]]:
         """Per API, its problems 1:2 into reliability and generalization; each type's pairs follow
-        their problem, so the two splits share no problem of an API."""
+        their problem, so the two splits share no problem of an API. `disjoint="across_apis"`
+        also keeps a problem in one role for every API (see `_roles_across_apis`)."""
         by_api: dict[str, list[Pair]] = defaultdict(list)
         for pair in pairs:
             by_api[pair.modification.api].append(pair)
+        tasks = {api: sorted({p.problem.task_id for p in group}) for api, group in by_api.items()}
+        if self.options.disjoint == "across_apis":
+            roles = self._roles_across_apis(tasks)
+        else:
+            roles = {api: self._roles_per_api(tasks[api]) for api in sorted(tasks)}
         assigned: dict[str, tuple[list[Pair], list[Pair]]] = {}
         for api in sorted(by_api):
-            group = by_api[api]
-            tasks = sorted({p.problem.task_id for p in group})
-            if len(tasks) < self.options.min_problems:
-                self.dropped["pairs"]["too_few_problems_for_api"] += len(group)
+            role = roles.get(api)
+            if role is None:
+                few = len(tasks[api]) < self.options.min_problems
+                reason = "too_few_problems_for_api" if few else "no_disjoint_split_for_api"
+                self.dropped["pairs"][reason] += len(by_api[api])
                 continue
-            self.rng.shuffle(tasks)
-            order = {task: i for i, task in enumerate(tasks)}
-            group = sorted(group, key=lambda p: (order[p.problem.task_id], p.modification.type))
-            n_rel = max(1, round(len(tasks) / 3))
+            order = {task: i for i, task in enumerate(role)}
+            group = sorted(by_api[api], key=lambda p: (order[p.problem.task_id], p.modification.type))
             assigned[api] = (
-                [p for p in group if order[p.problem.task_id] < n_rel],
-                [p for p in group if order[p.problem.task_id] >= n_rel],
+                [p for p in group if role[p.problem.task_id] == "reliability"],
+                [p for p in group if role[p.problem.task_id] == "generalization"],
             )
         targets = self.options.targets
         for index, split in enumerate(("reliability", "generalization")):
@@ -293,10 +305,50 @@ class Builder:
             "generalization": [p for parts in assigned.values() for p in parts[1]],
         }
 
-    def specificity(self, problems: list[SourceProblem], mods: list[Modification]) -> list[Pair]:
-        """Per modified API, problems that never call it: rare APIs first, then an even fill."""
+    def _roles_per_api(self, tasks: list[str]) -> dict[str, str] | None:
+        """App. A.2: shuffle the API's problems, the first third to reliability, the rest to
+        generalization; None when the API has too few problems for both."""
+        if len(tasks) < self.options.min_problems:
+            return None
+        shuffled = list(tasks)
+        self.rng.shuffle(shuffled)
+        n_rel = max(1, round(len(shuffled) / 3))
+        return {task: "reliability" if i < n_rel else "generalization" for i, task in enumerate(shuffled)}
+
+    def _roles_across_apis(self, tasks: dict[str, list[str]]) -> dict[str, dict[str, str]]:
+        """One role per problem over all APIs, so no API's edit example is another API's test
+        problem. APIs with the fewest problems choose first (they have the least room); a problem
+        keeps the role an earlier API gave it, and the API's unassigned problems fill it towards
+        1:2. An API left without a reliability or a generalization problem is dropped."""
+        global_role: dict[str, str] = {}
+        apis = sorted(tasks)
+        self.rng.shuffle(apis)
+        apis.sort(key=lambda a: len(tasks[a]))  # stable: the seeded order breaks ties
+        roles: dict[str, dict[str, str]] = {}
+        for api in apis:
+            if len(tasks[api]) < self.options.min_problems:
+                continue
+            free = [t for t in tasks[api] if t not in global_role]
+            self.rng.shuffle(free)
+            fixed = [global_role[t] for t in tasks[api] if t in global_role]
+            n_rel = _reliability_share(len(tasks[api]), fixed, len(free))
+            if n_rel is None:
+                continue
+            for i, task in enumerate(free):
+                global_role[task] = "reliability" if i < n_rel else "generalization"
+            # its own problems first, in their shuffled order: downsampling cuts from the end
+            roles[api] = {t: global_role[t] for t in free + [t for t in tasks[api] if t not in free]}
+        return roles
+
+    def specificity(
+        self, problems: list[SourceProblem], mods: list[Modification], edit_tasks: set[str] = frozenset()
+    ) -> list[Pair]:
+        """Per modified API, problems that never call it: rare APIs first, then an even fill.
+        `edit_tasks` (the reliability problems, under `disjoint="across_apis"`) are left out, so
+        no problem the model was edited on is a specificity test."""
         if not mods:
             return []
+        problems = [p for p in problems if p.task_id not in edit_tasks]
         uses = {p.task_id: {c.api for prog in p.programs for c in api_calls(prog)} for p in problems}
         frequency = Counter(api for apis in uses.values() for api in apis)
         quota = math.ceil(self.options.targets["specificity"] / len(mods))
@@ -357,6 +409,20 @@ def _chunked(desc: str, items: list, run: Callable[[list], list]) -> list:
     return out
 
 
+def _reliability_share(total: int, fixed: list[str], n_free: int) -> int | None:
+    """How many of an API's `n_free` unassigned problems go to reliability so that its share
+    approaches a third, given the roles other APIs `fixed` for the rest, with at least one
+    problem in each split; None when that cannot be."""
+    have_rel = fixed.count("reliability")
+    target = max(1, round(total / 3))
+    n_rel = min(max(0, target - have_rel), n_free)
+    if "generalization" not in fixed and 0 < n_rel == n_free:
+        n_rel -= 1  # keep one for generalization
+    has_rel = have_rel + n_rel > 0
+    has_gen = len(fixed) - have_rel + (n_free - n_rel) > 0
+    return n_rel if has_rel and has_gen else None
+
+
 def _problems(pairs: list[Pair]) -> int:
     return len({p.problem.task_id for p in pairs})
 
@@ -404,7 +470,10 @@ def build(
     mods = sorted(
         {p.modification.id: p.modification for p in splits["reliability"]}.values(), key=lambda m: m.id
     )
-    splits["specificity"] = builder.specificity(problems, mods)
+    edit_tasks = (
+        {p.problem.task_id for p in splits["reliability"]} if options.disjoint == "across_apis" else set()
+    )
+    splits["specificity"] = builder.specificity(problems, mods, edit_tasks)
     splits["nonworkaround"] = []
     fixtures = NONWORKAROUND_SOURCES[options.nonworkaround]
     if fixtures:
@@ -501,7 +570,28 @@ def _manifest(source, path, options, builder, problems, rows, apis) -> dict[str,
         "modified_apis": modified,
         "distinct_modified_apis": len({m.rsplit("/", 1)[0] for m in modified}),
         "distinct_synthetic_apis": len(modified),
+        "disjoint": options.disjoint,
+        **_overlap(rows),
+        "split_sizes": _split_sizes(rows),
     }
+
+
+def _overlap(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Problems that are an edit example (reliability) for one API and a test problem for another:
+    with the generalization rows (`overlap_across_apis`) and with the specificity rows."""
+    tasks = {s: {r["task_id"] for r in rows if r["split"] == s} for s in SPLITS}
+    return {
+        "overlap_across_apis": len(tasks["reliability"] & tasks["generalization"]),
+        "overlap_reliability_specificity": len(tasks["reliability"] & tasks["specificity"]),
+    }
+
+
+def _split_sizes(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """The built split sizes (problem-API rows, the non-workaroundable set apart, as the study
+    counts it) beside the sizes App. A.2 reports."""
+    fixtures = {name for name in NONWORKAROUND_SOURCES.values() if name}
+    main = Counter(r["split"] for r in rows if r["source"] not in fixtures)
+    return {split: {"built": main.get(split, 0), "paper": n} for split, n in PAPER_SIZES.items()}
 
 
 def write(build_result: Build, out: Path) -> None:

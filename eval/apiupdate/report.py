@@ -46,9 +46,24 @@ def count_table(manifest: dict[str, Any]) -> str:
         f"modified APIs kept: {manifest['distinct_modified_apis']}; "
         f"synthetic APIs (API x type): {manifest['distinct_synthetic_apis']}",
         f"source problems: {manifest['input_problems']} in, {manifest['verified_problems']} verified",
+        *_split_lines(manifest),
         f"dropped: {manifest['dropped']}",
     ]
     return "\n".join(lines)
+
+
+def _split_lines(manifest: dict[str, Any]) -> list[str]:
+    """The realized split sizes beside App. A.2's, and the problems shared across APIs' roles
+    (absent from manifests written before they were counted)."""
+    if "split_sizes" not in manifest:
+        return []
+    sizes = ", ".join(f"{s} {v['built']} (paper {v['paper']})" for s, v in manifest["split_sizes"].items())
+    return [
+        f"split sizes (problem-API rows, the non-workaroundable set apart): {sizes}",
+        f"splits disjoint {manifest['disjoint']}: {manifest['overlap_across_apis']} problems are one API's "
+        f"reliability and another's generalization rows (overlap_across_apis), "
+        f"{manifest['overlap_reliability_specificity']} one API's reliability and another's specificity rows",
+    ]
 
 
 def _rate_cells(m: dict[str, Any], k: int) -> list[str]:

@@ -7,7 +7,7 @@
    filtering, as the study: rows whose task the model does not solve there are left out (so
    pre-edit C@n = P@n = 1.00), except the non-workaroundable rows (App. B reports their
    baselines below 1), and `generalization_canonical` holds the generalization rows
-   whose passing pre-edit output calls the target API.
+   whose passing pre-edit output calls the target API (its pre-edit figures are recorded too).
 2. **edits**: per modified API, an `APIUpdate` from its reliability rows (prompt in the model's
    format, target the modified reference). `single`: the editor is reset before each API's
    edit and only that API's rows are evaluated. `successive`: edits accumulate in a seeded
@@ -153,7 +153,12 @@ class EditStudy:
                 ):
                     canonical.add(p.id)
         self.canonical = canonical
-        return self._metrics([r for r in records if r["problem"] in self.kept])
+        kept = [r for r in records if r["problem"] in self.kept]
+        # Table 5's pre-edit row: the unedited model on the canonical set it defines
+        on_canonical = [
+            {**r, "row_split": "generalization_canonical"} for r in kept if r["problem"] in canonical
+        ]
+        return self._metrics(kept + on_canonical)
 
     def run(self) -> dict[str, Any]:
         before = self.pre_edit()

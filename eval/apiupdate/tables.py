@@ -1,10 +1,12 @@
 """The API-update editing study's tables from finished study runs (`results.json` of
 `python -m eval.apiupdate_edit`, one per model x editor x regime):
 
-- Table 4 (single edits) and Table 7 (successive edits): Compiles@k and Pass@k per model on
-  generalization and specificity, with ΔP and CF averaged over models;
-- Table 5: the canonically filtered generalization set, C/P/A/W@k per model;
-- Table 6: the non-workaroundable set, Compiles@k and Pass@k per model;
+- Table 4 (single edits) and Table 7 (successive edits): each model's Compiles@k and Pass@k side
+  by side on generalization and specificity, with ΔP and CF averaged over models;
+- Table 5: the canonically filtered generalization set, C/P/A/W@k per model, the pre-edit row
+  C and P on that set (1.00 by construction: the set is what the unedited model solved);
+- Table 6: the non-workaroundable set, Compiles@k and Pass@k per model; where a model's runs
+  have no such rows the table says why (the benchmark's build, or `max_apis`);
 - Tables 9-11 (single) and 12-14 (successive): one table per model, ΔP, φC, φQ and CF per editor.
 
 The study reports k = 5; the runs' own k (`shapley_k`, the largest k their n allows) is used and
@@ -14,6 +16,7 @@ every (model, editor, regime) to its run folder, so each cell traces to one run.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -70,18 +73,32 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+CAPTIONS = {  # the paper's own captions
+    4: "Model performance for single edits across Generalization and Specificity. "
+    "Aggregate ΔP and CF are averaged across models.",
+    5: "Model performance for single edits on the canonically filtered Generalization set.",
+    6: "Performance for single edits on the non-workaroundable subset. "
+    "Only solutions using the target API can succeed.",
+    7: "Performance under successive edits on Generalization and Specificity. "
+    "Aggregate ΔP and CF are averaged across models.",
+}
+
+
+def _heading(number_: int, k: int) -> str:
+    return f"## Table {number_}: {CAPTIONS[number_]} (k={k})"
+
+
 def _c_p_table(runs: Runs, regime: str, number_: int) -> list[str]:
+    """Tables 4 and 7: per split, each model's C@k and P@k side by side, then ΔP and CF averaged
+    over the models (means of the per-model Shapley figures of Tables 9-14)."""
     k = runs.k
     header = ["Method"]
     for split in SPLITS:
-        header += [f"{m} {SHORT[split]} C@{k}" for m in runs.models] + [
-            f"{m} {SHORT[split]} P@{k}" for m in runs.models
-        ]
+        header += [f"{m} {SHORT[split]} {c}@{k}" for m in runs.models for c in ("C", "P")]
         header += [f"{SHORT[split]} ΔP (avg)", f"{SHORT[split]} CF (avg)"]
     pre = ["pre-edit"]
     for split in SPLITS:
-        pre += [_rate(runs.before(m), split, "compiles", k) for m in runs.models]
-        pre += [_rate(runs.before(m), split, "pass", k) for m in runs.models]
+        pre += [_rate(runs.before(m), split, c, k) for m in runs.models for c in ("compiles", "pass")]
         pre += ["", ""]
     rows = [pre]
     for editor in runs.editors:
@@ -90,24 +107,19 @@ def _c_p_table(runs: Runs, regime: str, number_: int) -> list[str]:
             continue
         row = [editor]
         for split in SPLITS:
-            row += [_rate(r and r["after"], split, "compiles", k) for r in results.values()]
-            row += [_rate(r and r["after"], split, "pass", k) for r in results.values()]
+            row += [
+                _rate(r and r["after"], split, c, k) for r in results.values() for c in ("compiles", "pass")
+            ]
             shapley = [r["shapley"][split] for r in results.values() if r and split in r["shapley"]]
             row.append(number(_mean([s["dP"] for s in shapley])))
             row.append(number(_mean([s["CF"] for s in shapley if s["CF"] is not None])))
         rows.append(row)
-    title = "single edits" if regime == "single" else "successive edits"
-    return [
-        f"## Table {number_}: model performance for {title} across Generalization and Specificity (k={k})",
-        "",
-        *markdown(header, rows),
-        "",
-    ]
+    return [_heading(number_, k), "", *markdown(header, rows), ""]
 
 
-def _split_table(runs: Runs, heading: str, split: str, columns: dict[str, str]) -> list[str]:
+def _split_table(runs: Runs, number_: int, split: str, columns: dict[str, str]) -> list[str]:
     """One split's rates after single edits, per model (`columns`: label -> metric); the pre-edit
-    row has what the unedited model is scored on, Compiles and Pass."""
+    row has what the paper prints there, Compiles and Pass of the unedited model."""
     k = runs.k
     header = ["Method"] + [f"{m} {label}@{k}" for m in runs.models for label in columns]
     pre = ["pre-edit"] + [
@@ -122,18 +134,45 @@ def _split_table(runs: Runs, heading: str, split: str, columns: dict[str, str]) 
             after = (runs.get(m, editor, "single") or {}).get("after")
             row += [_rate(after, split, metric, k) for metric in columns.values()]
         rows.append(row)
-    return [f"## {heading} (k={k})", "", *markdown(header, rows), ""]
+    return [_heading(number_, k), "", *markdown(header, rows), ""]
 
 
 def _table_5(runs: Runs) -> list[str]:
     columns = {"C": "compiles", "P": "pass", "A": "adoption", "W": "workaround"}
-    heading = "Table 5: single edits on the canonically filtered Generalization set"
-    return _split_table(runs, heading, "generalization_canonical", columns)
+    return _split_table(runs, 5, "generalization_canonical", columns)
 
 
 def _table_6(runs: Runs) -> list[str]:
-    heading = "Table 6: single edits on the non-workaroundable subset"
-    return _split_table(runs, heading, "nonworkaround", {"Compiles": "compiles", "Pass": "pass"})
+    """Filled where the runs evaluated the non-workaroundable rows; where a model's runs did not,
+    a line says why instead of a column of '–'."""
+    gaps = {m: _nonworkaround_gap(runs, m) for m in runs.models}
+    gaps = {m: why for m, why in gaps.items() if why}
+    notes = [f"- {m}: no non-workaroundable figures: {why}." for m, why in gaps.items()]
+    if len(gaps) == len(runs.models):
+        return [_heading(6, runs.k), "", "Not filled:", "", *notes, ""]
+    lines = _split_table(runs, 6, "nonworkaround", {"Compiles": "compiles", "Pass": "pass"})
+    return lines + (notes + [""] if notes else [])
+
+
+def _nonworkaround_gap(runs: Runs, model: str) -> str | None:
+    """Why a model's single-edit runs hold no non-workaroundable figures (None when they do): the
+    benchmark was built without the set, or `max_apis` left its APIs out of the runs."""
+    results = [r for (m, _, regime), (_, r) in runs.by_key.items() if m == model and regime == "single"]
+    if not results:
+        return "no single-edit run of this model was given"
+    if any("nonworkaround" in (r.get("after") or {}) for r in results):
+        return None
+    config = results[0].get("config") or {}
+    bench = results[0].get("benchmark") or (config.get("benchmark") or {}).get("path")
+    max_apis = results[0].get("max_apis") or config.get("max_apis")
+    manifest = Path(bench, "manifest.json") if bench else None
+    if manifest and manifest.is_file():
+        built = json.loads(manifest.read_text(encoding="utf-8"))
+        if not built.get("rows_per_split", {}).get("nonworkaround"):
+            return f"its benchmark {bench} has none (built with nonworkaround={built.get('nonworkaround')})"
+    if max_apis:
+        return f"max_apis={max_apis} left the non-workaroundable APIs out of its runs"
+    return "its runs evaluated no non-workaroundable row (build the benchmark with nonworkaround=appendix_b)"
 
 
 def _per_model(runs: Runs, regime: str, first: int) -> list[str]:
@@ -188,3 +227,55 @@ def tables(runs: Sequence[Path]) -> str:
         ),
     ]
     return "\n".join(lines) + "\n"
+
+
+BARS = {"C": "compiles", "P": "pass", "A": "adoption", "W": "workaround"}
+
+
+def plot_results(
+    results: Sequence[dict[str, Any]], k: int, path: Path, split: str = "generalization"
+) -> Path:
+    """C/P/A/W@k bars on `split`, one group per editor, one panel per (regime, model), at `path`.
+    A metric a run does not hold (the paper's successive tables have no A/W) draws no bar."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    regimes = [r for r in ("single", "successive") if any(x["regime"] == r for x in results)]
+    models = _unique(x["model"] for x in results)
+    editors = _unique(x["editor"] for x in results)
+    fig, axes = plt.subplots(
+        len(regimes),
+        len(models),
+        figsize=(1.2 * len(editors) * len(models) + 2, 3.5 * len(regimes)),
+        squeeze=False,
+    )
+    width = 0.8 / len(BARS)
+    for axes_row, regime in zip(axes, regimes, strict=True):
+        for ax, model in zip(axes_row, models, strict=True):
+            found = {x["editor"]: x for x in results if x["regime"] == regime and x["model"] == model}
+            for i, (label, metric) in enumerate(BARS.items()):
+                values = [_value(found.get(e), split, metric, k) for e in editors]
+                ax.bar(np.arange(len(editors)) + i * width, values, width, label=f"{label}@{k}")
+            ax.set_xticks(np.arange(len(editors)) + width * (len(BARS) - 1) / 2, editors, rotation=30)
+            ax.set(ylim=(0, 1), title=f"{model}, {regime} edits ({split})")
+            ax.legend(fontsize="small", ncols=len(BARS))
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _value(result: dict[str, Any] | None, split: str, metric: str, k: int) -> float:
+    value = (((result or {}).get("after") or {}).get(split) or {}).get(f"{metric}@{k}")
+    return float("nan") if value is None else value
+
+
+def plot(runs: Sequence[Path], path: Path) -> Path:
+    """The study's figure beside its tables (`python -m eval.tables apiupdate ... --out T.md`
+    writes T.png): per editor and regime, the C/P/A/W bars."""
+    found = Runs(runs)
+    return plot_results([r for _, r in found.by_key.values()], found.k, path)

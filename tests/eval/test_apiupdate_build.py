@@ -126,6 +126,75 @@ def test_every_type_per_api_is_our_option_with_problems_still_disjoint_per_api(s
         assert not tasks.get((api, "reliability"), set()) & tasks.get((api, "generalization"), set()), api
 
 
+def _tasks(rows, split):
+    return {r["task_id"] for r in rows if r["split"] == split}
+
+
+def test_the_default_per_api_split_reports_the_problems_it_shares_across_apis(humaneval):
+    """App. A.2 splits each API's problems apart; a problem calling two APIs can be one's edit
+    example and the other's test problem. The manifest counts those, and sizes beside the paper's."""
+    rows, manifest = humaneval.rows, humaneval.manifest
+    shared = _tasks(rows, "reliability") & _tasks(rows, "generalization")
+    assert manifest["disjoint"] == "per_api"
+    assert manifest["overlap_across_apis"] == len(shared) > 0
+    in_specificity = _tasks(rows, "reliability") & _tasks(rows, "specificity")
+    assert manifest["overlap_reliability_specificity"] == len(in_specificity) > 0
+    main = Counter(r["split"] for r in rows if r["source"] == "humaneval")
+    assert manifest["split_sizes"] == {
+        "reliability": {"built": main["reliability"], "paper": 469},
+        "generalization": {"built": main["generalization"], "paper": 647},
+        "specificity": {"built": main["specificity"], "paper": 924},
+    }
+
+
+def test_splits_disjoint_across_apis_give_no_problem_two_roles(sandbox):
+    """Our option: no HumanEval problem is an edit example (reliability) and a test problem
+    (generalization or specificity), whichever APIs it calls; each kept API still has both splits."""
+    options = BuildOptions(
+        disjoint="across_apis", targets={"reliability": 500, "generalization": 1000, "specificity": 40}
+    )
+    result = build("humaneval", None, sandbox, options)
+    rows = [r for r in result.rows if r["source"] == "humaneval"]
+    assert not _tasks(rows, "reliability") & _tasks(rows, "generalization")
+    assert not _tasks(rows, "reliability") & _tasks(rows, "specificity")
+    assert result.manifest["overlap_across_apis"] == 0 == result.manifest["overlap_reliability_specificity"]
+    splits_of: dict[str, set[str]] = {}
+    for r in rows:
+        if r["split"] != "specificity":
+            splits_of.setdefault(r["api"], set()).add(r["split"])
+    assert len(splits_of) >= 10 and all(s == {"reliability", "generalization"} for s in splits_of.values())
+
+
+def test_roles_across_apis_fill_each_api_towards_one_to_two():
+    """Unit level: shared problems keep the role the first API gave them; an API whose problems
+    are all taken by one role is dropped rather than given a problem in two roles."""
+    from eval.apiupdate.builder import Builder, _reliability_share
+
+    tasks = {
+        "a": ["p1", "p2", "p3"],
+        "b": ["p1", "p2", "p3", "p4", "p5", "p6"],
+        "c": ["p7", "p8", "p9"],
+        "d": ["p7", "p8", "p9", "p10"],
+    }
+    for seed in range(20):
+        roles = Builder(None, BuildOptions(seed=seed, disjoint="across_apis"))._roles_across_apis(tasks)
+        seen: dict[str, str] = {}
+        for api, assigned in roles.items():
+            assert sorted(assigned) == sorted(tasks[api])
+            assert set(assigned.values()) == {"reliability", "generalization"}, (seed, api)
+            for task, role in assigned.items():
+                assert seen.setdefault(task, role) == role, (seed, task)
+        assert list(roles["b"].values()).count("reliability") == 2  # a third of six
+        assert set(roles) == {"a", "b", "c", "d"}
+    rel, gen = "reliability", "generalization"
+    assert _reliability_share(6, [], 6) == 2 and _reliability_share(2, [], 2) == 1
+    assert _reliability_share(3, [rel], 2) == 0  # the share is met: the free ones test
+    assert _reliability_share(3, [gen, gen], 1) == 1
+    assert _reliability_share(2, [rel], 1) == 0  # one problem kept for generalization
+    assert _reliability_share(3, [gen, gen, gen], 0) is None  # no edit example left: dropped
+    assert _reliability_share(3, [rel, rel, rel], 0) is None  # no test problem left: dropped
+
+
 def test_s4_reads_the_first_item_of_a_tuple_as_the_study_or_value_as_ours(humaneval):
     s4 = [r for r in humaneval.rows if r["type"] == "S4" and r["split"] != "specificity"]
     assert s4 and all("[0]" in r["reference"] and ".value" not in r["reference"] for r in s4)
@@ -280,6 +349,7 @@ def test_cli_writes_the_manifest_and_an_unreachable_hub_is_one_line(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     rows = (out / "problems.jsonl").read_text().splitlines()
     assert manifest["rows"] == len(rows) and "| R1 (rename) |" in done.stdout
+    assert "(overlap_across_apis)" in done.stdout and "(paper 469)" in done.stdout
     assert (out / "apis.jsonl").read_text().count("\n") == manifest["apis_called"]
     offline = _cli(
         ["source=mbpp", f"out={tmp_path / 'x'}"],

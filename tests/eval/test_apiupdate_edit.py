@@ -315,7 +315,10 @@ def test_the_papers_tables_regenerate_from_finished_runs(bench, tiny_model, tmp_
         assert f"## {heading}" in text, heading
     assert "| pre-edit |" in text and "| prompt |" in text and "| lora |" in text
     assert "tiny Gen. C@2" in text and "Gen. ΔP (avg)" in text
-    for folder in runs:  # every column traces to its run
+    for folder in runs:  # every column traces to its run, and each run drew its C/P/A/W bars
         assert f"| {folder} |" in text
+        assert (Path(folder) / "plot.png").read_bytes()[:4] == b"\x89PNG"
+    table6 = text.split("## Table 6:")[1].split("## ")[0]
+    assert "(built with nonworkaround=none)" in table6 and "–" not in table6
     missing = _tables(str(tmp_path / "nowhere"))
     assert missing.returncode == 2 and "eval.apiupdate_edit" in missing.stderr
