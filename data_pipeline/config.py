@@ -1,7 +1,7 @@
 """Structured configs of `python -m data_pipeline.build`.
 
-Groups: `source` (hub, files, disk, git), `pipeline` (editpackft, commits2023ft,
-commits2023raw, editpackft+commits2023ft) and `executor` (local, ray). Unknown keys fail at
+Groups: `source` (hub, files, disk, git), `pipeline` (editpackft, editpackft-released,
+commits2023ft, commits2023raw, editpackft+commits2023ft) and `executor` (local, ray). Unknown keys fail at
 start-up; `validate` checks what types cannot (paths, rule names) before any work starts.
 The schema nests the domain types it configures (`MinHashConfig`, core's benchmark options),
 so their own checks run at start-up too.

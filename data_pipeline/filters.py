@@ -2,7 +2,11 @@
 
 Each rule takes a row and its parameters and returns None to keep it or the reason it is
 dropped. Rules run in the configured order and the first failure names the drop, so a
-manifest counts every dropped row under exactly one reason.
+manifest counts every dropped row under exactly one reason. A transform (`TRANSFORMS`)
+rewrites the row instead: the rules after it judge, and the output keeps, the rewritten
+code. The released EditPackFT filter (nuprl/CanItEdit `editpackft/filter.py`) needs one: it
+strips each file's header before its checks, and the preset `editpackft-released`
+reproduces it.
 
 >>> apply_rules({"instruction": "Added x", "before": "a = 1", "after": "a = 2"}, [("imperative_subject", {})])
 (False, 'not_imperative')
@@ -16,9 +20,12 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rapidfuzz.distance import Levenshtein
+
 from data_pipeline.verbs import starts_with_imperative
 
 Rule = Callable[..., "str | None"]
+Transform = Callable[..., dict]
 
 
 def subject_length(row: dict, min_chars: int = 10, max_chars: int = 1000) -> str | None:
@@ -70,6 +77,69 @@ def python_parses(row: dict) -> str | None:
     return None
 
 
+def min_edit_distance(row: dict, min_chars: int = 10) -> str | None:
+    """Released EditPackFT: drop edits under `min_chars` of character Levenshtein distance.
+
+    The released filter drops `editdistance.eval(old, new) < 10`: inserting, deleting or
+    substituting one character costs 1. It subsumes `changed` (distance 0). The cut-off
+    lets the computation stop early, so large files cost little.
+    """
+    if min_chars <= 0:
+        return None
+    distance = Levenshtein.distance(row["before"], row["after"], score_cutoff=min_chars - 1)
+    return "small_edit" if distance < min_chars else None
+
+
+SETUPTOOLS_IMPORTS = ("from setuptools import", "import setuptools")
+
+
+def no_setuptools_import(row: dict, patterns: Sequence[str] = SETUPTOOLS_IMPORTS) -> str | None:
+    """Released EditPackFT: 'after' contains none of `patterns`, as plain substrings.
+
+    It drops packaging scripts (setup.py), whose edits are version bumps and metadata.
+    """
+    return "setuptools_import" if any(p in row["after"] for p in patterns) else None
+
+
+def strip_header_lines(code: str) -> str:
+    """The released filter's `cleanup()`, quirks included: drop a file's leading header.
+
+    Lines are scanned from the top. A line holding exactly one triple double quote opens a
+    docstring and the next such line closes it: everything up to the closing line is
+    dropped and the scan stops. Outside a docstring, a line starting with `#` (column 0) is
+    dropped with all before it, a blank line is passed over, and any other line stops the
+    scan. So a one-line docstring (two triple quotes), a single-quoted docstring or an
+    indented comment stops it; blank lines after the last dropped comment stay; an unclosed
+    docstring keeps the file from the line after the last comment. A code line with one
+    triple quote (`X = ` and a quote) opens a "docstring" too and is dropped with the lines
+    up to the closing quote: the released behaviour, reproduced rather than fixed.
+    """
+    lines = code.split("\n")
+    start = 0
+    in_docstring = False
+    for i, line in enumerate(lines):
+        if line.count('"""') == 1:
+            if in_docstring:
+                start = i + 1
+                break
+            in_docstring = True
+        elif not in_docstring and line.startswith("#"):
+            start = i + 1
+        elif not in_docstring and line.strip() != "":
+            break
+    return "\n".join(lines[start:])
+
+
+def strip_header(row: dict) -> dict:
+    """Released EditPackFT: 'before' and 'after' without their headers (`strip_header_lines`).
+
+    Licence headers, shebangs and module docstrings change in many commits without being
+    the edit the subject describes; the released filter strips them before every check, and
+    its output keeps the stripped files.
+    """
+    return {**row, "before": strip_header_lines(row["before"]), "after": strip_header_lines(row["after"])}
+
+
 RULES: dict[str, Rule] = {
     "subject_length": subject_length,
     "imperative_subject": imperative_subject,
@@ -77,7 +147,16 @@ RULES: dict[str, Rule] = {
     "changed": changed,
     "no_markers": no_markers,
     "python_parses": python_parses,
+    "min_edit_distance": min_edit_distance,
+    "no_setuptools_import": no_setuptools_import,
 }
+
+# Steps that rewrite the row instead of judging it; they share the rules' namespace and config.
+TRANSFORMS: dict[str, Transform] = {"strip_header": strip_header}
+
+
+def _step(name: str) -> Rule | Transform:
+    return TRANSFORMS[name] if name in TRANSFORMS else RULES[name]
 
 
 def check_rules(rules: Sequence[tuple[str, dict[str, Any]]]) -> None:
@@ -85,9 +164,9 @@ def check_rules(rules: Sequence[tuple[str, dict[str, Any]]]) -> None:
     import inspect
 
     for name, params in rules:
-        if name not in RULES:
-            raise ValueError(f"unknown filter rule {name!r}; known: {sorted(RULES)}")
-        accepted = set(inspect.signature(RULES[name]).parameters) - {"row"}
+        if name not in RULES and name not in TRANSFORMS:
+            raise ValueError(f"unknown filter rule {name!r}; known: {sorted({*RULES, *TRANSFORMS})}")
+        accepted = set(inspect.signature(_step(name)).parameters) - {"row"}
         unknown = set(params) - accepted
         if unknown:
             raise ValueError(
@@ -95,17 +174,36 @@ def check_rules(rules: Sequence[tuple[str, dict[str, Any]]]) -> None:
             )
 
 
-def apply_rules(row: dict, rules: Sequence[tuple[str, dict[str, Any]]]) -> tuple[bool, str]:
-    """(keep, reason): the first rule that rejects the row names the reason."""
+def run_rules(row: dict, rules: Sequence[tuple[str, dict[str, Any]]]) -> tuple[dict, str]:
+    """(the row as the transforms met so far rewrote it, the drop reason or "").
+
+    The first rule that rejects the row names the reason and ends the run.
+    """
     for name, params in rules:
+        if name in TRANSFORMS:
+            row = TRANSFORMS[name](row, **params)
+            continue
         reason = RULES[name](row, **params)
         if reason is not None:
-            return False, reason
-    return True, ""
+            return row, reason
+    return row, ""
+
+
+def apply_rules(row: dict, rules: Sequence[tuple[str, dict[str, Any]]]) -> tuple[bool, str]:
+    """(keep, reason): the first rule that rejects the row names the reason."""
+    reason = run_rules(row, rules)[1]
+    return not reason, reason
 
 
 def filter_batch(batch: dict[str, list], rules: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, list]:
-    """Batched form for `datasets.map` and Ray `map_batches`: adds a `drop_reason` column."""
+    """Batched form for `datasets.map` and Ray `map_batches`: adds a `drop_reason` column.
+
+    With a transform among the rules every column is written back as rewritten, so a kept
+    row carries the code its rules judged.
+    """
     n = len(batch["id"])
-    rows = ({key: batch[key][i] for key in batch} for i in range(n))
-    return {**batch, "drop_reason": [apply_rules(row, rules)[1] for row in rows]}
+    results = [run_rules({key: batch[key][i] for key in batch}, rules) for i in range(n)]
+    reasons = [reason for _, reason in results]
+    if not any(name in TRANSFORMS for name, _ in rules):
+        return {**batch, "drop_reason": reasons}
+    return {**{key: [row[key] for row, _ in results] for key in batch}, "drop_reason": reasons}
