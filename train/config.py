@@ -157,7 +157,7 @@ class RecipeConfig:
     # CUDA); torch.compile of each decoder layer.
     gradient_checkpointing: bool = False
     gradient_checkpointing_every: int = 1
-    # auto | true | false (Any: Hydra hands `true` over as a bool); auto is settled at preflight
+    # auto | true | false (Any: Hydra hands `true` over as a bool); auto is settled as training starts
     # (train/levers.py): on where liger-kernel is importable and CUDA is available
     liger_kernels: Any = False
     compile_layers: bool = False

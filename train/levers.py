@@ -3,8 +3,9 @@
 `recipe.liger_kernels` takes `auto`, `true` or `false`. `auto` turns Liger's kernels on where
 they can run (the liger-kernel package is importable and CUDA is there), because that measured
 fastest (docs/performance.md: 1.49x length-grouped padding at 1.3B on an H100, 1.78x with two
-rows per micro-batch); elsewhere it is off. The choice is settled once, at start-up, by
-`train/config.py`'s preflight, which logs it in one line.
+rows per micro-batch); elsewhere it is off. `train/config.py` resolves it in preflight, to refuse
+what cannot run or measured slower, and again as training starts (`settle_liger`), where the run
+logs the choice and its reason in one line and records the bool that runs.
 
 The machine is asked through `liger_installed` and `cuda_available` only, so a test can stand
 for any machine by replacing those two.
@@ -71,7 +72,7 @@ def cuda_available() -> bool:
 def resolve_liger(setting: bool | str) -> LigerChoice:
     """What `setting` means on this machine; `true` stays on (preflight reports a missing package)."""
     setting = parse_liger_setting(setting)
-    if setting is not AUTO:
+    if setting != AUTO:
         return LigerChoice(bool(setting), setting, "set by the recipe")
     if not liger_installed():
         return LigerChoice(
