@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from enum import Enum
@@ -23,10 +24,13 @@ from core.errors import ConfigError
 from core.formats import FORMATS
 from core.hub import check_model_ref, check_ref, existing_path, hub_offline, is_hub
 from core.logs import rank
+from train import levers
 from train.hub_push import check_push_access
+from train.levers import LigerChoice, parse_liger_setting
 from train.trackers import check_installed, parse_report_to
 
 DEEPSPEED_DIR = CONFIG_DIR / "deepspeed"
+log = logging.getLogger(__name__)
 
 
 class AttnImpl(str, Enum):
@@ -153,8 +157,11 @@ class RecipeConfig:
     # CUDA); torch.compile of each decoder layer.
     gradient_checkpointing: bool = False
     gradient_checkpointing_every: int = 1
-    liger_kernels: bool = False
+    # auto | true | false (Any: Hydra hands `true` over as a bool); auto is settled as training starts
+    # (train/levers.py): on where liger-kernel is importable and CUDA is available
+    liger_kernels: Any = False
     compile_layers: bool = False
+    compile_with_liger: bool = False  # run compile_layers with Liger although it measured slower
     prompt_format: str = "editcoder"
     loss_on: LossOn = LossOn.completion
     max_length: int = 8192
@@ -175,6 +182,7 @@ class RecipeConfig:
 
     def validate(self) -> None:
         self.model.validate()
+        self.liger_kernels = parse_liger_setting(self.liger_kernels)
         if self.lora is not None:
             self.lora.validate()
         if self.quantization is not None:
@@ -370,11 +378,7 @@ def preflight(app: SFTAppConfig) -> None:
                 f"recipe.attn_implementation={recipe.attn_implementation.value} needs CUDA and {package}; "
                 "leave it at auto (PyTorch's varlen kernel on CUDA), or use recipe.attn_implementation=sdpa"
             )
-    if recipe.liger_kernels and importlib.util.find_spec("liger_kernel") is None:
-        raise ConfigError(
-            "recipe.liger_kernels=true needs the liger-kernel package and CUDA (pip install liger-kernel, "
-            "or the [gpu] extra); or set recipe.liger_kernels=false"
-        )
+    check_liger(recipe)
     if recipe.model.path is not None:
         check_model_ref(recipe.model.path, "recipe.model.path")
     key = "data.path" if app.data.path is not None else "data.datasets[].path"
@@ -389,6 +393,33 @@ def preflight(app: SFTAppConfig) -> None:
                 key,
                 f"build it with `python -m data_pipeline.build ... out={spec.path}` or fix the path",
             )
+
+
+def check_liger(recipe: RecipeConfig) -> LigerChoice:
+    """What `recipe.liger_kernels` means on this machine, refusing what cannot run or measured slower."""
+    choice = levers.resolve_liger(recipe.liger_kernels)
+    if choice.enabled and recipe.compile_layers and not recipe.compile_with_liger:
+        raise ConfigError(
+            f"recipe.compile_layers=true with Liger's kernels on ({choice.source()}) "
+            f"was {levers.COMPILE_WITH_LIGER_MEASURED}: set recipe.compile_layers=false (Liger alone is "
+            "faster) or recipe.liger_kernels=false, or recipe.compile_with_liger=true to run both anyway"
+        )
+    if choice.enabled and not levers.liger_installed():
+        raise ConfigError(
+            "recipe.liger_kernels=true needs the liger-kernel package and CUDA (pip install liger-kernel, "
+            "or the [gpu] extra); or set recipe.liger_kernels=false (or auto: on where it is installed)"
+        )
+    return choice
+
+
+def settle_liger(recipe: RecipeConfig) -> LigerChoice:
+    """Replace `auto` by the bool this run uses and log the choice with its reason in one line.
+
+    Called as training starts, after preflight: a refusal stays the only line a user error prints."""
+    choice = check_liger(recipe)
+    recipe.liger_kernels = choice.enabled
+    log.info(choice.log_line())
+    return choice
 
 
 register_schema("sft_schema", SFTAppConfig)

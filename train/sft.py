@@ -20,7 +20,7 @@ if __package__ in (None, ""):  # run as a script: import the repo's packages, no
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from core.entry import App, run_app  # noqa: E402
-from train.config import SFTAppConfig, preflight  # noqa: E402
+from train.config import SFTAppConfig, preflight, settle_liger  # noqa: E402
 
 log = logging.getLogger("train.sft")
 
@@ -35,6 +35,9 @@ def train(app: SFTAppConfig, resolved: dict[str, Any]) -> None:
     if not {"wandb", "all"} & set(app.run.report_to):
         os.environ.pop("WANDB_MODE", None)
     from train.sft_run import SFTRun  # the heavy stack, once the config is known to be good
+
+    settle_liger(app.recipe)  # logs the choice; the record (final/config.yaml, the tracker) keeps what ran
+    resolved["recipe"]["liger_kernels"] = app.recipe.liger_kernels
 
     run = SFTRun(app, resolved)
     if run.finished():

@@ -38,6 +38,7 @@ from train.attention import resolve_attn_implementation
 from train.config import DType, SFTAppConfig, deepspeed_config_path
 from train.edit_data import load_edit_splits
 from train.hub_push import push_folder
+from train.levers import cuda_available, resolve_liger
 from train.merge import merge_adapter
 from train.mfu import detect_peak_tflops, flops_per_token
 from train.model_card import write_model_card
@@ -314,7 +315,8 @@ def training_arguments(app: SFTAppConfig, output_dir: Path) -> SFTConfig:
 
     Shared by `SFTRun` and scripts/bench_train.py, so the benchmark times the step that training runs."""
     recipe, run = app.recipe, app.run
-    on_gpu = _cuda_available()
+    on_gpu = cuda_available()
+    liger = resolve_liger(recipe.liger_kernels).enabled  # preflight has settled auto; a bare config has not
     has_eval = app.data.val_size > 0
     every = recipe.gradient_checkpointing_every
     return SFTConfig(
@@ -335,8 +337,8 @@ def training_arguments(app: SFTAppConfig, output_dir: Path) -> SFTConfig:
         fp16=recipe.dtype == DType.fp16,
         activation_checkpointing=recipe.gradient_checkpointing,
         activation_checkpointing_kwargs={"every_n_layers": every} if every > 1 else None,
-        use_liger_kernel=recipe.liger_kernels,
-        liger_kernel_config=LIGER_KERNELS if recipe.liger_kernels else None,
+        use_liger_kernel=liger,
+        liger_kernel_config=LIGER_KERNELS if liger else None,
         # Its isnan check reads every micro-step's loss on the host; EditSFTTrainer stops on a bad loss.
         logging_nan_inf_filter=False,
         logging_steps=run.logging_steps,
@@ -365,9 +367,3 @@ def training_arguments(app: SFTAppConfig, output_dir: Path) -> SFTConfig:
         use_cpu=not on_gpu,
         ddp_backend="gloo" if not on_gpu and int(os.environ.get("WORLD_SIZE", "1")) > 1 else None,
     )
-
-
-def _cuda_available() -> bool:
-    import torch
-
-    return torch.cuda.is_available() and os.environ.get("CUDA_VISIBLE_DEVICES", "x") != ""
