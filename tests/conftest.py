@@ -55,6 +55,20 @@ def local_server(handler: type) -> Iterator[str]:
         httpd.server_close()
 
 
+def commitpackft_row(commit: str, before: str, after: str, subject: str) -> dict:
+    """One row in CommitPackFT's schema (a Python file edited by a commit), for builds from files."""
+    return {
+        "commit": commit,
+        "old_file": "m.py",
+        "new_file": "m.py",
+        "old_contents": before,
+        "new_contents": after,
+        "subject": subject,
+        "message": subject,
+        "lang": "Python",
+    }
+
+
 def fresh_clone(dest: Path) -> Path:
     """A `git clone` of this repository (its history is what the quickstart mines), with the
     working tree's tracked files copied over it, so uncommitted changes are what runs."""

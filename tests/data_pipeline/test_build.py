@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, commitpackft_row
 
 from data_pipeline.build import to_build_config
 from data_pipeline.pipeline import run_pipeline
@@ -32,19 +32,6 @@ def _function(rng: random.Random, i: int) -> str:
     return "\n".join([*lines, "    return out", ""])
 
 
-def _row(commit: str, before: str, after: str, subject: str) -> dict:
-    return {
-        "commit": commit,
-        "old_file": "m.py",
-        "new_file": "m.py",
-        "old_contents": before,
-        "new_contents": after,
-        "subject": subject,
-        "message": subject,
-        "lang": "Python",
-    }
-
-
 def write_corpus(path: Path, n_good: int = 60) -> dict[str, int]:
     """CommitPackFT-style rows with planted problems; returns what each stage must drop."""
     rng = random.Random(7)
@@ -52,7 +39,7 @@ def write_corpus(path: Path, n_good: int = 60) -> dict[str, int]:
     for i in range(n_good):
         before = _function(rng, i)
         rows.append(
-            _row(
+            commitpackft_row(
                 f"g{i:03d}",
                 before,
                 before.replace("return out", "return list(out)"),
@@ -64,7 +51,9 @@ def write_corpus(path: Path, n_good: int = 60) -> dict[str, int]:
         lines = src["new_contents"].splitlines()
         lines[3] = lines[3] + "  # tweak"
         rows.append(
-            _row(f"n{i:03d}", src["old_contents"], "\n".join(lines) + "\n", src["subject"] + " again")
+            commitpackft_row(
+                f"n{i:03d}", src["old_contents"], "\n".join(lines) + "\n", src["subject"] + " again"
+            )
         )
     expected["dedup:near_duplicate"] = 8
     bad_filters = [
@@ -73,17 +62,17 @@ def write_corpus(path: Path, n_good: int = 60) -> dict[str, int]:
     ]
     for j, (subject, reason) in enumerate(bad_filters):
         before = _function(rng, 100 + j)
-        rows.append(_row(f"f{j}", before, before + "x = 1\n", subject))
+        rows.append(commitpackft_row(f"f{j}", before, before + "x = 1\n", subject))
         expected[reason] = expected.get(reason, 0) + 1
     before = _function(rng, 200)
-    rows.append(_row("u0", before, before, "Change nothing at all"))
-    rows.append(_row("t0", before, before + "# TODO: finish\n", "Add a todo marker"))
-    rows.append(_row("s0", before, "def broken(:\n", "Break the syntax here"))
+    rows.append(commitpackft_row("u0", before, before, "Change nothing at all"))
+    rows.append(commitpackft_row("t0", before, before + "# TODO: finish\n", "Add a todo marker"))
+    rows.append(commitpackft_row("s0", before, "def broken(:\n", "Break the syntax here"))
     expected.update({"filter:unchanged": 1, "filter:todo_marker": 1, "filter:after_syntax_error": 1})
     humaneval = [json.loads(line) for line in (HUMANEVALPACK / "python.jsonl").read_text().splitlines()[:3]]
     for k, problem in enumerate(humaneval):  # planted copies of HumanEvalFix problems
         rows.append(
-            _row(
+            commitpackft_row(
                 f"h{k}",
                 problem["declaration"] + problem["buggy_solution"],
                 problem["declaration"] + problem["canonical_solution"],
@@ -91,7 +80,9 @@ def write_corpus(path: Path, n_good: int = 60) -> dict[str, int]:
             )
         )
     canitedit = json.loads(CANITEDIT.read_text().splitlines()[1])
-    rows.append(_row("c0", _function(rng, 300), _function(rng, 301), canitedit["instruction_descriptive"]))
+    rows.append(
+        commitpackft_row("c0", _function(rng, 300), _function(rng, 301), canitedit["instruction_descriptive"])
+    )
     expected.update({"decontaminate:contaminated_code": 3, "decontaminate:contaminated_instruction": 1})
     lines = [json.dumps(r) for r in rows]
     lines += ['{"truncated": ', json.dumps({**rows[0], "commit": "x0", "new_contents": None})]

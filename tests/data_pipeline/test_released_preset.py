@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO
+from conftest import REPO, commitpackft_row
 
 HEADER = "#!/usr/bin/env python\n# Copyright (c) the authors\n"
 
@@ -25,15 +25,7 @@ def _module(i: int) -> str:
 
 
 def _row(commit: str, before: str, after: str, subject: str = "Return a shifted value") -> dict:
-    return {
-        "commit": commit,
-        "old_file": "m.py",
-        "new_file": "m.py",
-        "old_contents": before,
-        "new_contents": after,
-        "subject": subject,
-        "lang": "Python",
-    }
+    return commitpackft_row(commit, before, after, subject)
 
 
 def write_rows(path: Path) -> tuple[dict[str, int], int]:
