@@ -102,13 +102,7 @@ def load_hub_dataset(ref: str, subset: str | None, split: str, key: str, streami
     try:
         return datasets.load_dataset(name, subset, split=split, streaming=streaming)
     except Exception as err:  # not cached offline, gated, renamed, no such split
-        reason = "not in the local cache and the hub is offline" if offline else type(err).__name__
-        detail = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        raise UserError(
-            f"{key}: cannot load hub dataset {name}"
-            + (f" [{subset}]" if subset else "")
-            + f" ({reason}: {detail[:200]}); download it and pass a local path instead"
-        ) from err
+        raise _cannot_load(name, subset, key, offline, err) from err
 
 
 def check_hub_dataset(ref: str, subset: str | None, key: str) -> None:
@@ -121,13 +115,17 @@ def check_hub_dataset(ref: str, subset: str | None, key: str) -> None:
     try:
         datasets.load_dataset_builder(hub_id(ref), subset)
     except Exception as err:  # any failure offline means it cannot load
-        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise UserError(
-            f"{key}: cannot load hub dataset {hub_id(ref)}"
-            + (f" [{subset}]" if subset else "")
-            + f" (not in the local cache and the hub is offline: {detail[:200]}); download it and pass a "
-            "local path instead"
-        ) from err
+        raise _cannot_load(hub_id(ref), subset, key, True, err) from err
+
+
+def _cannot_load(name: str, subset: str | None, key: str, offline: bool, err: Exception) -> UserError:
+    reason = "not in the local cache and the hub is offline" if offline else type(err).__name__
+    detail = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    return UserError(
+        f"{key}: cannot load hub dataset {name}"
+        + (f" [{subset}]" if subset else "")
+        + f" ({reason}: {detail[:200]}); download it and pass a local path instead"
+    )
 
 
 def check_model_ref(ref: str, key: str) -> None:
