@@ -21,6 +21,7 @@ from core.sandbox.limits import SandboxLimits
 
 STAGES = ("generate", "execute", "score", "all")
 MODEL_KINDS = ("model", "reference", "identity", "replay")
+COVERAGE_COLLECTORS = ("probes", "coverage.py")
 BACKENDS = ("hf", "vllm", "openai")
 
 
@@ -92,6 +93,15 @@ class SandboxConfig:
 class ScoreConfig:
     ks: list[int] = field(default_factory=lambda: [1, 5, 10, 20])
     excess_code: bool = True
+    # How ExcessCode learns which lines ran: "probes" (in the verdict run of samples that run split,
+    # a second run under coverage.py's tracer for the others) or "coverage.py" (that second run for
+    # every passing sample, as CanItEdit does). Same numbers; probes is several times faster.
+    coverage: str = "probes"
+
+    @property
+    def measured_in_verdicts(self) -> bool:
+        """Whether split samples' verdict runs also measure ExcessCode's lines."""
+        return self.excess_code and self.coverage == "probes"
 
 
 @dataclass
@@ -113,6 +123,8 @@ class EvalConfig:
         self.benchmark = options_of(self.benchmark)
         if self.stage not in STAGES:
             raise ConfigError(f"stage={self.stage!r}: choose one of {STAGES}")
+        if self.score.coverage not in COVERAGE_COLLECTORS:
+            raise ConfigError(f"score.coverage={self.score.coverage!r}: choose one of {COVERAGE_COLLECTORS}")
         if self.model.kind not in MODEL_KINDS:
             raise ConfigError(f"model.kind={self.model.kind!r}: choose one of {MODEL_KINDS}")
         if self.backend.name not in BACKENDS:

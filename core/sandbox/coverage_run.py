@@ -22,38 +22,57 @@ def prepared_coverage(work_dir: str):
     are ready before the fork instead of costing every run."""
     import coverage
     from coverage.misc import join_regex
-    from coverage.parser import PythonParser
 
     collector = coverage.Coverage(data_file=None, config_file=False)
     collector.exclude(COVERAGE_EXCLUDE)
     collector.start()
     collector.stop()
     collector.editforge_exclude = join_regex(collector.get_exclude_list())
-    PythonParser(
-        text="@abc.abstractmethod\ndef f():\n    pass\n", exclude=collector.editforge_exclude
-    ).parse_source()
+    prepared_parser(collector.editforge_exclude)
     return collector
 
 
-def send_coverage(collector, source: str, main_path: str, data_fd: int) -> None:
-    """Stop measuring and send main.py's statements, exclusions and missed lines as JSON.
-
-    The same analysis as coverage.py's report (``coverage.results.analysis_from_file_reporter``):
-    statements and exclusions from its parser, executed lines mapped to their statements.
-    """
+def prepared_parser(exclude: str) -> str:
+    """Parse once with ``exclude``, so that the parser's modules and regular expressions are ready
+    before the fork; returns ``exclude``."""
     from coverage.parser import PythonParser
 
+    PythonParser(text="@abc.abstractmethod\ndef f():\n    pass\n", exclude=exclude).parse_source()
+    return exclude
+
+
+def send_coverage(collector, source: str, main_path: str, data_fd: int) -> None:
+    """Stop measuring and send main.py's statements, exclusions and missed lines as JSON."""
     collector.stop()
-    # parsed under another name: main.py is reserved to trusted code (see code_guard.py)
-    parser = PythonParser(text=source, filename="<measured>", exclude=collector.editforge_exclude)
-    parser.parse_source()
-    statements = parser.statements
-    executed = parser.translate_lines(_executed_lines(collector, main_path)) & statements
-    lines = {"statements": statements, "excluded": parser.excluded, "missing": statements - executed}
-    data = json.dumps({key: sorted(value) for key, value in lines.items()}).encode()
+    lines = analysis(source, _executed_lines(collector, main_path), collector.editforge_exclude)
+    data = json.dumps(lines).encode()
     view = memoryview(data)
     while view:
         view = view[os.write(data_fd, view) :]
+
+
+def exclusion() -> str:
+    """coverage.py's default exclusions and CanItEdit's, as one regular expression (what a
+    collector configured as CanItEdit's .coveragerc reports as its exclude list)."""
+    from coverage.config import DEFAULT_EXCLUDE
+    from coverage.misc import join_regex
+
+    return join_regex([*DEFAULT_EXCLUDE, COVERAGE_EXCLUDE])
+
+
+def analysis(source: str, executed: set[int], exclude: str) -> dict[str, list[int]]:
+    """main.py's statements, exclusions and missed lines, given the lines that ran: the same analysis
+    as coverage.py's report (``coverage.results.analysis_from_file_reporter``), statements and
+    exclusions from its parser, executed lines mapped to their statements."""
+    from coverage.parser import PythonParser
+
+    # parsed under another name: main.py is reserved to trusted code (see code_guard.py)
+    parser = PythonParser(text=source, filename="<measured>", exclude=exclude)
+    parser.parse_source()
+    statements = parser.statements
+    ran = parser.translate_lines(executed) & statements
+    lines = {"statements": statements, "excluded": parser.excluded, "missing": statements - ran}
+    return {key: sorted(value) for key, value in lines.items()}
 
 
 def _executed_lines(collector, main_path: str) -> set[int]:

@@ -18,6 +18,7 @@ the editforge package):
 - run_process.py: what a run's process is (descriptors, rlimits, capabilities, Landlock);
 - python_runner.py: a Python run in process (the nonce, the audit hook of code_guard.py);
 - coverage_run.py: coverage.py's measurement of a passing program;
+- line_probes.py: the lines a split run executed, for the same analysis;
 - report_channel.py: reading a verdict from what a run wrote (report pipe, run token, outcome);
 - scratch_folders.py: the run's folders, renewed after every run;
 - split_runs.py (with trusted_server.py, split_trusted.py, split_candidate.py, plain.py): split runs.
@@ -61,8 +62,9 @@ with _siblings():  # before the fork: no per-run import
     import split_trusted  # noqa: F401
     import trusted_server  # noqa: F401
     import zygote as zygote_module
-    from coverage_run import parse_coverage, prepared_coverage
+    from coverage_run import exclusion, parse_coverage, prepared_coverage, prepared_parser
     from host_protocol import read_message, write_message
+    from line_probes import prepared_probes
     from report_channel import DATA_CAP, REPORT_CAP, records, verdict
     from run_process import PR_SET_PDEATHSIG, STOP_SIGNALS, address_space, become_run
     from scratch_folders import ScratchFolders, inside, succeeds, write_file
@@ -80,7 +82,7 @@ PRELOAD = (
 )
 # Optional, so that a bare interpreter can still serve. Never numpy (or anything that loads a raw
 # memory primitive): a preloaded module is reachable from every program without an import.
-# (coverage.py is loaded by coverage servers.)
+# (coverage.py and slipcover are loaded by the servers that measure coverage.)
 OPTIONAL_PRELOAD = ("statistics",)
 
 
@@ -120,7 +122,12 @@ class Server(SplitRuns, Supervision):
         for name in OPTIONAL_PRELOAD:
             with contextlib.suppress(ImportError):
                 importlib.import_module(name)
-        self.coverage = prepared_coverage(config["work_dir"]) if config.get("coverage") else None
+        # what this server measures: "tracer", in-process runs under coverage.py; "probes", split runs'
+        # executed lines (line_probes.py); neither is loaded where nothing is measured
+        self.coverage = prepared_coverage(config["work_dir"]) if config.get("coverage") == "tracer" else None
+        if config.get("coverage") == "probes":
+            prepared_probes()
+            self.exclude = prepared_parser(exclusion())
         self.confine = confine.Confinement(self.native)
         self.folders = ScratchFolders(config, self.native, self.confine)
         self.folders.start()  # builds the Landlock ruleset on this run's folders

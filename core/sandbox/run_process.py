@@ -67,7 +67,9 @@ def become_run(server, job: dict, fds: dict[str, int]) -> NoReturn:
         main_path = os.path.join(server.folders.work_dir, "main.py")
         if job["kind"] == "candidate":
             main_module(main_path)
-            split_candidate.serve(fds["read"], fds["write"], job.pop("program"), main_path)
+            split_candidate.serve(
+                fds["read"], fds["write"], job.pop("program"), main_path, bool(job.get("probes"))
+            )
             flush_stdio()
             os._exit(0)
         if job["kind"] == "python":

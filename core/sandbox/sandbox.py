@@ -49,7 +49,7 @@ class Sandbox(Protocol):
         *,
         workers: int | None = None,
         limits: SandboxLimits | None = None,
-        coverage: bool = False,
+        coverage: bool | Sequence[bool] = False,
         candidate_file: str | None = None,
         unverified: bool | Sequence[bool] = False,
         channel: bool = False,
@@ -91,9 +91,12 @@ class ForkServerSandbox:
     ``run`` executes ``program`` then ``tests`` in one fresh interpreter process (the
     HumanEval/CanItEdit convention: plain asserts or ``check(candidate)`` calls after the
     program). It passes only if execution reached the end of ``tests`` and the harness then
-    reported the run's private nonce: exit code 0 alone never passes. With ``coverage=True`` the
-    run is measured by coverage.py inside the sandbox and a passing result carries main.py's
-    line coverage (``ExecutionResult.coverage``). ``run_command`` runs
+    reported the run's private nonce: exit code 0 alone never passes. With ``coverage=True`` a
+    passing result carries the line coverage of main.py (program + "\n" + tests) as coverage.py's
+    analysis reports it (``ExecutionResult.coverage``): a split run measures it in the verdict run
+    itself (the program's lines from probes in its process, the tests' traced in the trusted one:
+    line_probes.py; ``helpers`` run on the trusted side, so a program's copy of one is not
+    measured), a run in process under coverage.py's tracer. ``run_command`` runs
     any command line (compiled languages, shell scripts) in the same isolation; it passes on
     exit code 0, and, if asked, ``pass_marker`` in stdout and the run token written back;
     ``run_split_command`` runs a command's tests in a trusted command of their own.
@@ -120,6 +123,7 @@ class ForkServerSandbox:
         limits: SandboxLimits | None = None,
         workers: int | None = None,
         strict: bool = True,
+        measured_split: bool = False,
     ) -> None:
         self.backend = launcher.backend
         self.python: str | None = getattr(launcher, "python", None)  # the interpreter Python runs use
@@ -128,7 +132,8 @@ class ForkServerSandbox:
         self._cgroups = tuple(sorted(cgroup.available()))
         use_cgroup = bool(self._cgroups)
         workers = workers or os.cpu_count() or 1
-        self._pool = WorkerPool(lambda: Worker(launcher, use_cgroup), workers, Profile.of(self.limits))
+        warm = Profile.of(self.limits, {"split": True, "coverage": measured_split})
+        self._pool = WorkerPool(lambda: Worker(launcher, use_cgroup), workers, warm)
         self._finalizer = weakref.finalize(self, self._pool.close)
 
     def run(
@@ -181,7 +186,7 @@ class ForkServerSandbox:
         *,
         workers: int | None = None,
         limits: SandboxLimits | None = None,
-        coverage: bool = False,
+        coverage: bool | Sequence[bool] = False,
         candidate_file: str | None = None,
         unverified: bool | Sequence[bool] = False,
         channel: bool = False,
@@ -190,9 +195,10 @@ class ForkServerSandbox:
         modules: Sequence[Sequence[str]] | None = None,
     ) -> list[ExecutionResult]:
         """Run (program, tests) pairs in parallel, at most ``workers`` at a time; results in job order.
-        ``unverified``, ``split`` and ``helpers``: one value for all jobs, or one per job; ``modules``:
-        one list per job (see ``run``)."""
+        ``coverage``, ``unverified``, ``split`` and ``helpers``: one value for all jobs, or one per
+        job; ``modules``: one list per job (see ``run``)."""
         concurrency = workers or self._pool.size
+        measured = _per_job(coverage, len(jobs), "coverage")
         flags = _per_job(unverified, len(jobs), "unverified")
         splits = _per_job(split, len(jobs), "split")
         texts = (
@@ -200,13 +206,16 @@ class ForkServerSandbox:
             if isinstance(helpers, str)
             else _per_job(list(helpers), len(jobs), "helpers")
         )
+        names = [list(m) for m in modules] if modules is not None else [[] for _ in jobs]
+        if len(names) != len(jobs):
+            raise ValueError(f"{len(names)} modules values for {len(jobs)} jobs")
         messages = []
-        for (program, tests), flag, split_run, helper in zip(jobs, flags, splits, texts, strict=True):
-            job = _python_job(
-                program, tests, None, coverage, candidate_file, flag or not self.strict, channel
-            )
+        for (program, tests), measure, flag, split_run, helper, imported in zip(
+            jobs, measured, flags, splits, texts, names, strict=True
+        ):
+            job = _python_job(program, tests, None, measure, candidate_file, flag or not self.strict, channel)
             if split_run:
-                job.update(split=True, helpers=helper)
+                job.update(split=True, helpers=helper, modules=imported)
             messages.append(job)
         return self._pool.map(messages, limits or self.limits, concurrency)
 
@@ -348,6 +357,7 @@ def make_sandbox(
     python: str | None = None,
     strict: bool = True,
     read_only: Sequence[str] = (),
+    measured_split: bool = False,
 ) -> Sandbox:
     """``"auto"``: bwrap where it works (probed once), else local; ``"bwrap"`` raises SandboxUnavailable
     with the reason and the fix when it cannot run here. ``python``: the interpreter Python runs
@@ -355,13 +365,14 @@ def make_sandbox(
     readable inside the sandbox, nothing else changes. ``strict=False`` runs every Python job in
     the declared unverified mode (see ``ForkServerSandbox.run``). ``read_only``: host folders that
     commands need besides the system folders (a toolchain under ~/.rustup, prebuilt libraries),
-    which bwrap shows read-only; the local backend shows the whole host anyway."""
+    which bwrap shows read-only; the local backend shows the whole host anyway. ``measured_split``:
+    most runs will be split runs measured for coverage, so the servers start ready for them."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown sandbox backend {backend!r}; choose one of {BACKENDS}")
     if backend == "auto":
         backend = "bwrap" if bwrap_available() else "local"
     launcher = BwrapLauncher(python, read_only) if backend == "bwrap" else LocalLauncher(python)
-    return ForkServerSandbox(launcher, limits, workers, strict)
+    return ForkServerSandbox(launcher, limits, workers, strict, measured_split)
 
 
 def _check_names(files: Mapping[str, str]) -> None:

@@ -20,6 +20,7 @@ import types
 import warnings
 
 try:  # in the sandbox the harness loads this file from its own folder
+    from line_probes import ProgramLines
     from plain import (
         ABORTS,
         MUTABLE,
@@ -32,6 +33,7 @@ try:  # in the sandbox the harness loads this file from its own folder
         NotPlain,
     )
 except ImportError:
+    from core.sandbox.line_probes import ProgramLines
     from core.sandbox.plain import (
         ABORTS,
         MUTABLE,
@@ -91,8 +93,9 @@ class TrustedRef:
 
 
 class CandidateServer:
-    def __init__(self, channel: Channel, program: str, main_path: str) -> None:
+    def __init__(self, channel: Channel, program: str, main_path: str, probes: bool = False) -> None:
         self.channel, self.program, self.main_path = channel, program, main_path
+        self.probes = ProgramLines() if probes else None  # the lines that ran, for ExcessCode
         self.objects: dict[int, object] = {}
         self.handles: dict[int, int] = {}
         self.encoder = Encoder(self._handle)
@@ -186,6 +189,8 @@ class CandidateServer:
         op = m.get("op")
         if op == "load":
             code = compile(self.program, self.main_path, "exec", dont_inherit=True)
+            if self.probes is not None:
+                code = self.probes.instrument(code)
             sys.modules["__main__"] = self.module
             exec(code, self.module.__dict__)
             names = [
@@ -194,6 +199,8 @@ class CandidateServer:
                 if type(k) is str and not (k.startswith("__") and k.endswith("__"))
             ]
             return names[:MAX_NAMES]
+        if op == "lines":  # the program's lines that ran (plain data, not reward-grade: line_probes.py)
+            return self.probes.lines() if self.probes is not None else []
         if op == "getname":  # a top-level name of the program (KeyError: it has none of that name)
             name = _name(m)
             if name.startswith("__") and name.endswith("__"):
@@ -350,8 +357,9 @@ def _rebuilt(decoder: Decoder, error: object) -> BaseException:
     return RuntimeError("a callback of the tests raised an exception")
 
 
-def serve(read_fd: int, write_fd: int, program: str, main_path: str) -> None:
-    """Run the candidate's side until the trusted side ends the run (or the channel breaks)."""
+def serve(read_fd: int, write_fd: int, program: str, main_path: str, probes: bool = False) -> None:
+    """Run the candidate's side until the trusted side ends the run (or the channel breaks);
+    ``probes``: collect the program's executed lines (line_probes.py)."""
     channel = Channel(read_fd, write_fd)
     with contextlib.suppress(ChannelError):
-        CandidateServer(channel, program, main_path).serve()
+        CandidateServer(channel, program, main_path, probes).serve()

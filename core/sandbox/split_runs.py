@@ -20,6 +20,7 @@ from typing import NoReturn
 
 try:  # in the sandbox the harness loads these files from its own folder
     import trusted_server
+    from line_probes import split_coverage
     from report_channel import retires, split_verdict
     from run_process import (
         PR_SET_PDEATHSIG,
@@ -33,6 +34,7 @@ try:  # in the sandbox the harness loads these files from its own folder
     from zygote import payload_fd
 except ImportError:
     from core.sandbox import trusted_server
+    from core.sandbox.line_probes import split_coverage
     from core.sandbox.report_channel import retires, split_verdict
     from core.sandbox.run_process import (
         PR_SET_PDEATHSIG,
@@ -54,6 +56,7 @@ class SplitRuns:
     outcome: bytes | None = None  # its answer for the current split run (b"": it died first)
     trusted_status: int | None = None  # its exit status, where it died in the current run
     trusted_command: int | None = None  # a split command's trusted process, while it runs
+    exclude: str = ""  # coverage.py's exclusions, where this server measures split runs ("probes")
 
     def _execute_split(self, job: dict) -> dict:
         """A split run: the tests in our trusted process, which runs no candidate code
@@ -70,7 +73,8 @@ class SplitRuns:
         self.outcome, self.child_status, self.trusted_status = None, None, None
         trusted = self._trusted(limits)
         texts = {"tests": job["tests"], "helpers": job.get("helpers", "")}
-        run = {"work_dir": self.folders.work_dir, "modules": job.get("modules", [])}
+        measure = bool(job.get("coverage"))  # the lines that ran, for ExcessCode (line_probes.py)
+        run = {"work_dir": self.folders.work_dir, "modules": job.get("modules", []), "coverage": measure}
         given = {"read": to_trusted[0], "write": to_candidate[1], "stdout": os.dup(out[1])}
         given |= {"stderr": os.dup(err[1]), "payload": payload_fd(texts)}
         if not trusted.send(run, given):
@@ -79,7 +83,7 @@ class SplitRuns:
         fds |= {"write": to_trusted[1], "payload": payload_fd({"program": job["program"]})}
         if self.folders.ruleset is not None:
             fds["ruleset"] = os.dup(self.folders.ruleset)
-        self.child = self.zygote.fork({"kind": "candidate", "limits": limits}, fds)
+        self.child = self.zygote.fork({"kind": "candidate", "limits": limits, "probes": measure}, fds)
         streams = {out[0]: bytearray(), err[0]: bytearray()}
         caps = {out[0]: limits["max_output_bytes"], err[0]: limits["max_output_bytes"]}
         outputs = {out[0], err[0]}
@@ -95,6 +99,8 @@ class SplitRuns:
         status, exit_code, detail, counts = split_verdict(job, stop, self.outcome or b"", self.trusted_status)
         result = self._result(status, exit_code, stdout, stderr, duration, detail)
         result.update(counts, mode="split")
+        if measure and status == "passed":
+            result["coverage"] = split_coverage(job["program"], job["tests"], self.outcome, self.exclude)
         return result
 
     def _trusted(self, limits: dict):

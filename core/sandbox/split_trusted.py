@@ -37,6 +37,7 @@ import types
 import warnings
 
 try:  # in the sandbox the harness loads this file from its own folder
+    from line_probes import TestLines, is_line_list
     from plain import (
         ABORTS,
         MUTABLE,
@@ -49,6 +50,7 @@ try:  # in the sandbox the harness loads this file from its own folder
         NotPlain,
     )
 except ImportError:
+    from core.sandbox.line_probes import TestLines, is_line_list
     from core.sandbox.plain import (
         ABORTS,
         MUTABLE,
@@ -676,10 +678,12 @@ def run(
     helpers: str,
     compiled: tuple | None = None,
     modules: frozenset[str] = frozenset(),
+    measure: bool = False,
 ) -> dict:
     """Load the program in the candidate's process, run the tests here; the outcome, one JSON-ready
     record. ``compiled``: ``compile_tests(tests, helpers)``, where already done; ``modules``:
-    top-level modules the benchmark's own text imports (imported here by name)."""
+    top-level modules the benchmark's own text imports (imported here by name); ``measure``: a
+    passing outcome also carries the lines that ran, the tests' and the program's (line_probes.py)."""
     remote = Remote(channel, modules)
     outcome: dict = {"passed": False, "tests_passed": 0, "tests_total": 0, "delegated": 0}
     checks = None
@@ -695,7 +699,8 @@ def run(
         namespace.update(__name__="__main__", __builtins__=builtins)
         exec(helpers_code, namespace)
         namespace[CHECK], namespace[FAILURE] = checks, AssertionError
-        exec(code, namespace)
+        with TestLines(TESTS_FILE) if measure else contextlib.nullcontext() as ran:
+            exec(code, namespace)
         if remote.broken:
             raise Broken(remote.broken)
         if remote.callback_failures:
@@ -721,6 +726,11 @@ def run(
     if checks is not None:
         outcome["tests_passed"] = checks.passed
     outcome["delegated"] = remote.delegated
+    if measure and outcome["passed"]:
+        with contextlib.suppress(Exception):  # no lines: no coverage, the verdict stands
+            program = remote.request("lines")
+            if is_line_list(program):
+                outcome["lines"] = {"tests": sorted(ran.lines), "program": program}
     remote.end()
     return outcome
 

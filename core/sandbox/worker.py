@@ -38,12 +38,26 @@ class Profile:
 
     network: bool
     disk_mb: int
-    # coverage.py pre-imported: it makes every fork slower, so only coverage jobs' servers load it
-    coverage: bool = False
+    # What the server pre-imports to measure coverage: "tracer" (coverage.py's collector, for
+    # in-process runs), "probes" (slipcover, for split runs: line_probes.py) or "" (nothing). Each
+    # makes every fork slower, and a probe module must never be preloaded where a program is judged
+    # in its own process, so only the jobs that measure get such a server.
+    coverage: str = ""
 
     @classmethod
-    def of(cls, limits: SandboxLimits, coverage: bool = False) -> Profile:
+    def of(cls, limits: SandboxLimits, job: dict | None = None) -> Profile:
+        job = job or {}
+        coverage = ("probes" if job.get("split") else "tracer") if job.get("coverage") else ""
         return cls(limits.network, limits.disk_mb, coverage)
+
+    def serves(self, wanted: Profile, job: dict) -> bool:
+        """Whether a server started with this profile may run ``job`` (which wants ``wanted``): a
+        probes server runs every split Python job (no program it runs is judged in its own process),
+        so a benchmark whose problems run split, some measured and some not, keeps its servers."""
+        if self == wanted:
+            return True
+        split_python = bool(job.get("split")) and job.get("kind") == "python"
+        return split_python and self.coverage == "probes" and replace(wanted, coverage="probes") == self
 
 
 @dataclass(frozen=True)
@@ -127,8 +141,8 @@ class Worker:
 
     def execute(self, job: dict, limits: SandboxLimits) -> ExecutionResult:
         """Run one job (see harness.Server.execute) under ``limits``; never raises for the program's sake."""
-        profile = Profile.of(limits, bool(job.get("coverage")))
-        if self._proc is None or self._proc.poll() is not None or self._profile != profile:
+        profile = Profile.of(limits, job)
+        if self._proc is None or self._proc.poll() is not None or not self._profile.serves(profile, job):
             try:
                 self.start(profile)
             except SandboxUnavailable as exc:

@@ -49,6 +49,7 @@ class ExecContext:
     sandbox: Sandbox  # started for the jobs' interpreter
     limits: SandboxLimits
     max_code_bytes: int  # larger code fails as too_large without running
+    coverage: bool = False  # passing split runs also measure ExcessCode's lines (score.coverage=probes)
 
 
 @dataclass
