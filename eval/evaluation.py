@@ -164,6 +164,7 @@ class EvalRun:
             sandbox=self.sandbox,
             limits=replace(cfg.sandbox.limits, timeout_s=cfg.sandbox.coverage_timeout_s),
             excess_code=cfg.score.excess_code,
+            probes=cfg.score.coverage == "probes",
             options=cfg.benchmark,
         )
         scored = self.kind.score(ctx)

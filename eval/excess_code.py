@@ -37,8 +37,9 @@ numbers from coverage.py's analysis, and format and expand "Missing" with covera
 two ways (`score.coverage`): ``probes`` (the default), in the verdict run itself where a sample
 runs split (slipcover's probes in the program's process, the tests' lines traced in the trusted
 process: core/sandbox/line_probes.py), and by a second run under coverage.py's tracer where it runs
-in process or its tests take helpers from the benchmark's text (HumanEvalFix's ``poly``: in a split
-run the program's own copy never runs, in one file it does); ``coverage.py``, that second run for every passing sample, as upstream. Both give
+in process; where its tests take helpers from the benchmark's text (HumanEvalFix's ``poly``: in
+its verdict run the program's own copy never runs, in one file it does), by a second split run in
+which the program's own functions serve the tests, as in one file; ``coverage.py``, that second run for every passing sample, as upstream. Both give
 the same statements, exclusions and missing lines (tests/eval/test_coverage_probes.py). Usage,
 as samples finish:
 
@@ -139,11 +140,14 @@ def coverage_reports(
     jobs: Sequence[tuple[str, str]],
     limits: SandboxLimits | None = None,
     unverified: bool | Sequence[bool] = False,
+    split: bool | Sequence[bool] = False,
 ) -> list[CoverageReport | CoverageError]:
     """Measure each (completion, tests) pair in the sandbox, in parallel; results in job order.
-    ``unverified``: the declared unverified mode, for all jobs or per job (see Sandbox.run)."""
+    ``unverified``: the declared unverified mode, for all jobs or per job (see Sandbox.run);
+    ``split``: jobs measured by a split run's probes instead of coverage.py's tracer (the program's
+    own functions serve the tests, as in one file: no helpers)."""
     reports: list[CoverageReport | CoverageError] = []
-    results = sandbox.run_many(jobs, limits=limits, coverage=True, unverified=unverified)
+    results = sandbox.run_many(jobs, limits=limits, coverage=True, unverified=unverified, split=split)
     for (completion, tests), result in zip(jobs, results, strict=True):
         try:
             reports.append(CoverageReport.from_result(result, len((completion + "\n" + tests).splitlines())))

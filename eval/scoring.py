@@ -30,9 +30,11 @@ def measure_coverage(
     sandbox: Sandbox,
     limits: SandboxLimits,
     progress: Callable[[int], None] | None = None,
+    probes: bool = True,
 ) -> int:
     """Coverage of every passing Python sample not measured yet, through the resumable loop: taken
-    from its verdict run where that run measured it, else run in the sandbox's worker pool under
+    from its verdict run where that run measured it, else run in the sandbox's worker pool: split
+    under probes where the verdict run was split and ``probes`` (score.coverage=probes), else under
     coverage.py; returns how many were measured."""
     samples = store.of_type("sample")
     executions = store.of_type("execution")
@@ -48,7 +50,9 @@ def measure_coverage(
         python = [key for key in python if reports[key] is None]
         jobs = [(samples[key]["code"], problems[key[0]].tests) for key in python]
         unverified = declared_unverified(sandbox, [problems[key[0]] for key in python])
-        reports |= dict(zip(python, coverage_reports(sandbox, jobs, limits, unverified), strict=True))
+        split = [probes and executions[key].get("mode") == "split" for key in python]
+        measured = coverage_reports(sandbox, jobs, limits, unverified, split)
+        reports |= dict(zip(python, measured, strict=True))
         return [_coverage(problem, samples[key]["code"], reports.get(key)) for key, problem in chunk]
 
     return run_missing(store, "coverage", todo, work, progress)

@@ -62,6 +62,7 @@ class ScoreContext:
     sandbox: Callable[[], Sandbox]  # the default sandbox, started on first use
     limits: SandboxLimits  # for runs made while scoring (e.g. coverage)
     excess_code: bool  # measure coverage of passing samples where the kind reports ExcessCode
+    probes: bool = True  # score.coverage=probes: split samples' lines from probes (eval/excess_code.py)
     options: BenchmarkOptions | None = None  # the benchmark's options, for definitions chosen by name
 
 

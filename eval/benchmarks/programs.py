@@ -27,7 +27,7 @@ class ProgramKind(BenchmarkKind):
         todo = pending_coverage(ctx.store) if ctx.excess_code else 0
         if todo:
             with tqdm(total=todo, desc="Coverage (ExcessCode)", unit="sample") as bar:
-                measure_coverage(ctx.store, ctx.problems, ctx.sandbox(), ctx.limits, bar.update)
+                measure_coverage(ctx.store, ctx.problems, ctx.sandbox(), ctx.limits, bar.update, ctx.probes)
         return score(ctx.store, ctx.problems, ctx.splits, ctx.ks)
 
     def report(self, model: str, scored: Scored, ctx: ScoreContext) -> str:

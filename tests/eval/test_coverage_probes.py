@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import json
 import textwrap
+from dataclasses import replace
 
 import pytest
 
@@ -25,6 +26,8 @@ from core.sandbox import SandboxLimits, make_sandbox
 from core.sandbox.declared import unverified_flags
 from eval.excess_code import CoverageReport, coverage_reports
 from eval.execute import program_verdicts
+from eval.samples import SampleStore
+from eval.scoring import measure_coverage
 from eval.split_mode import run_modes
 
 LIMITS = SandboxLimits(timeout_s=30)
@@ -115,28 +118,33 @@ def variants(cases: list[tuple[str, Problem, str]], count: int) -> list[tuple[st
 
 
 def _with_tests(problem: Problem, tests: str) -> Problem:
-    from dataclasses import replace
-
     return replace(problem, tests=tests)
 
 
 @pytest.fixture(scope="module")
-def measured():
-    """Per case: the verdict run's record (split, probes) and coverage.py's report of the same program."""
+def measured(tmp_path_factory):
+    """Per case: the verdict run's record (split, probes), coverage.py's report of the same program,
+    and the coverage record the score stage writes from them (`measure_coverage`, as eval.run)."""
     base = humanevalfix() + fixtures()
     cases = base + variants(base, 200)
+    store = SampleStore(tmp_path_factory.mktemp("store") / "samples.jsonl")
     with make_sandbox("auto", workers=2, limits=LIMITS, measured_split=True) as sandbox:
         modes = run_modes(sandbox, list({p.id: p for _, p, _ in cases}.values()), LIMITS)
-        records = program_verdicts(
-            [(p, code) for _, p, code in cases], sandbox, LIMITS, 1 << 20, coverage=True
-        )
+        jobs = [(p, code) for _, p, code in cases]
+        records = program_verdicts(jobs, sandbox, LIMITS, 1 << 20, coverage=True)
         unverified = unverified_flags(sandbox, [(p.prelude, p.before, p.after, p.tests) for _, p, _ in cases])
         traced = coverage_reports(sandbox, [(code, p.tests) for _, p, code in cases], LIMITS, unverified)
-    return cases, modes, records, traced
+        for i, ((name, _, code), record) in enumerate(zip(cases, records, strict=True)):
+            head = {"problem": name, "split": "s", "index": i}
+            store.append({"type": "sample", **head, "code": code})
+            store.append({"type": "execution", **head, **record})
+        measure_coverage(store, {name: replace(p, id=name) for name, p, _ in cases}, sandbox, LIMITS)
+    scored = {key[0]: record for key, record in store.of_type("coverage").items()}
+    return cases, modes, records, traced, scored
 
 
 def test_the_cases_are_what_the_docstring_says(measured):
-    cases, modes, records, traced = measured
+    cases, modes, records, traced, _ = measured
     names = [name for name, _, _ in cases]
     assert sum("+" in n for n in names) == 200
     assert sum(n.startswith("Python/") and "+" not in n for n in names) == 164
@@ -154,7 +162,7 @@ def test_the_cases_are_what_the_docstring_says(measured):
 
 
 def test_probes_equal_coverage_py_line_for_line(measured):
-    cases, modes, records, traced = measured
+    cases, modes, records, traced, _ = measured
     compared = 0
     for (name, problem, code), record, report in zip(cases, records, traced, strict=True):
         if "coverage" not in record:
@@ -172,9 +180,21 @@ def test_probes_equal_coverage_py_line_for_line(measured):
     assert compared >= 0.9 * len(cases)
 
 
-def test_what_runs_in_process_or_takes_helpers_is_left_to_coverage_py(measured):
-    cases, modes, records, _ = measured
+def test_the_verdict_run_measures_what_runs_split_without_helpers(measured):
+    cases, modes, records, _, _ = measured
     for (name, problem, _), record in zip(cases, records, strict=True):
         measured_here = modes[problem.id].split and not problem.helpers
         assert ("coverage" in record) == measured_here, name
     assert any(p.helpers for _, p, _ in cases), "HumanEvalFix has problems whose tests take helpers"
+
+
+def test_the_score_stage_writes_coverage_py_figures_for_every_sample(measured):
+    """Helpers' problems included: their second run is split, the program's own functions serving
+    the tests (as in one file), measured by probes."""
+    cases, _, _, traced, scored = measured
+    for (name, _, _), report in zip(cases, traced, strict=True):
+        assert (scored[name]["percent"], scored[name]["uncovered"]) == (
+            report.percent,
+            len(report.reported_missing),
+        ), name
+    assert any(problem.helpers for _, problem, _ in cases)
