@@ -120,7 +120,8 @@ class EvalRun:
                 python=python,
                 strict=s.strict,
                 read_only=sandbox_paths(),
-                measured_split=self.cfg.score.measured_in_verdicts,
+                # our interpreter's servers start ready for measured split runs (another's may lack slipcover)
+                measured_split=self.cfg.score.measured_in_verdicts and python is None,
             )
         return self._sandboxes[python]
 
