@@ -92,7 +92,7 @@ class TestLines:
 
 def main_py_lines(program: str, program_lines: object, test_lines: object) -> set[int] | None:
     """Both sides' lines as lines of main.py (program + "\\n" + tests); None where either side sent
-    something that is not a list of line numbers within its text."""
+    something that is not a list of line numbers (one past its text only names no statement)."""
     offset = len(NEWLINE.findall(program + "\n"))
     if not (is_line_list(program_lines) and is_line_list(test_lines)):
         return None
