@@ -232,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     benchmark's Python problems run split, and why each other one runs in process."""
     import argparse
 
-    from core.benchmarks import SOURCES
+    from core.benchmarks import kind_of
     from core.sandbox import make_sandbox
 
     parser = argparse.ArgumentParser(prog="python -m eval.split_mode", description=main.__doc__)
@@ -240,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--path", default=None, help="the benchmark's source (default: its own)")
     parser.add_argument("--backend", default="auto", choices=["auto", "bwrap", "local"])
     args = parser.parse_args(argv)
-    source = SOURCES[args.benchmark]
+    source = kind_of(args.benchmark)
     try:
         problems = [p for p in source.load(source.options(path=args.path)) if p.language == "python"]
     except UserError as err:

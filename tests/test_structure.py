@@ -71,13 +71,13 @@ def _eval_config(overrides: list[str]):
 def loads(monkeypatch):
     """Every call of core's benchmark loader, from whichever side."""
     calls: list[dict] = []
-    for name, source in list(core.benchmarks.SOURCES.items()):
+    for kind in list(core.benchmarks.KINDS.values()):
 
-        def spy(options, load=source.load):
+        def spy(options, load=kind.load):
             calls.append(options.identity())
             return load(options)
 
-        monkeypatch.setitem(core.benchmarks.SOURCES, name, core.benchmarks.Source(source.options, spy))
+        monkeypatch.setattr(kind, "load", spy)
     return calls
 
 

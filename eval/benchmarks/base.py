@@ -1,7 +1,8 @@
 """The benchmark contract: what a benchmark kind declares so that `eval.run` can evaluate it.
 
-A kind is a subclass of `BenchmarkKind` in one module of `eval/benchmarks/`, registered once
-(`eval.benchmarks.register`). It declares:
+A kind is a subclass of `BenchmarkKind` in one module (a built-in's in `eval/benchmarks/`, a
+plugin's anywhere), registered once in the platform's registry (`core.benchmarks.KINDS`, through
+`eval.benchmarks.register` or an entry point). It declares:
 
 - `name` and `options`: its options dataclass (`core.benchmarks.options.BenchmarkOptions` plus its
   own fields); the `benchmark` config group is validated against it, so an option of another kind
@@ -26,8 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from core.benchmarks import SOURCES
+from core.benchmarks import KINDS
 from core.benchmarks.options import BenchmarkOptions
+from core.errors import ConfigError
 from core.problems import Problem
 from core.sandbox import Sandbox, SandboxLimits
 from eval.samples import Key, SampleStore
@@ -73,8 +75,13 @@ class BenchmarkKind(ABC):
     runs_as_is: ClassVar[bool] = False
 
     def load(self, options: BenchmarkOptions) -> list[Problem]:
-        """The problems; a kind built on a core source reads it with the source's loader."""
-        return SOURCES[self.name].load(options)
+        """The problems: by default the loader registered under the kind's name (a built-in's, in
+        `core/benchmarks/`); a kind of its own defines this."""
+        if self.name not in KINDS:
+            raise ConfigError(f"benchmark kind {self.name!r} is not registered and defines no load(options)")
+        return KINDS[self.name].load(options)
+
+    load.reads_the_registry = True  # type: ignore[attr-defined]
 
     def check(self, options: BenchmarkOptions, key: str = "benchmark") -> None:
         options.check_source(key)

@@ -213,7 +213,8 @@ KIND = Plugged()
 """
 
 
-def test_an_installed_package_declares_a_kind_by_entry_point(tmp_path):
+def _install_plugin(tmp_path: Path) -> Path:
+    """A site folder holding an installed package that declares the `plugged` kind: one module."""
     site = tmp_path / "site"
     (site / "plugged_bench.py").parent.mkdir(parents=True)
     (site / "plugged_bench.py").write_text(PLUGIN)
@@ -221,6 +222,11 @@ def test_an_installed_package_declares_a_kind_by_entry_point(tmp_path):
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plugged-bench\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text("[editforge.benchmarks]\nplugged = plugged_bench:KIND\n")
+    return site
+
+
+def test_an_installed_package_declares_a_kind_by_entry_point(tmp_path):
+    site = _install_plugin(tmp_path)
     env = {**os.environ, **make.OFFLINE, "PYTHONPATH": f"{site}{os.pathsep}{REPO}"}
     out = tmp_path / "out"
     args = [sys.executable, "-m", "eval.run", "benchmark=plugged", "model=reference", "gen.n=3", f"out={out}"]
@@ -228,3 +234,26 @@ def test_an_installed_package_declares_a_kind_by_entry_point(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "plugged 3" in done.stdout
     assert json.loads((out / "results.json").read_text())["metrics"] == {"only": {"passed": 3}}
+
+
+def test_decontamination_reads_the_kinds_installed_packages_declare(tmp_path, monkeypatch):
+    """One registry: the kind a plugin declares is one that decontamination reads (and evaluation
+    runs), by the same name and with the same loader."""
+    import core.benchmarks
+    from data_pipeline.config import DecontamOptions, DedupOptions
+    from data_pipeline.decontam import BenchmarkIndex, load_benchmarks
+    from eval.benchmarks import get_kind
+
+    monkeypatch.syspath_prepend(str(_install_plugin(tmp_path)))
+    monkeypatch.setattr(core.benchmarks, "_discovered", False)
+    try:
+        with pytest.raises(ConfigError, match="choose one of"):
+            core.benchmarks.options_from({"name": "unplugged"}, "decontam.benchmarks")
+        (bench,) = load_benchmarks([{"name": "plugged"}])
+        assert (bench.programs(), bench.instructions()) == (["x = 1\n", "x = 2\n"], ["set x to 2"])
+        index = BenchmarkIndex([bench], DecontamOptions(benchmarks=[{"name": "plugged"}]), DedupOptions())
+        assert index.instructions == {"set x to 2": bench.name}
+        kind = core.benchmarks.KINDS["plugged"]
+        assert get_kind("plugged") is kind.evaluation and kind.load == kind.evaluation.load
+    finally:
+        core.benchmarks.KINDS.pop("plugged", None)
