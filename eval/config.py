@@ -1,7 +1,8 @@
 """Structured configs of `python -m eval.run` (groups: benchmark, model, backend).
 
-`benchmark` holds the options of the kind it names (`eval/benchmarks/`): the composed group is
-validated against that kind's options dataclass, so an option of another kind is an unknown key.
+`benchmark` holds the options of the kind it names (`eval/benchmarks/`), and `backend` those of the
+generation backend it names (`eval/generation/backends.py`): each composed group is validated
+against its own options dataclass, so an option of another kind or backend is an unknown key.
 `model` is core's `ModelConfig` plus how to prompt it, and `sandbox.limits` the sandbox's own
 `SandboxLimits`. What needs the machine (paths, toolchains, the hub) is checked by `eval.run`'s
 preflight, so `--cfg job` works without them.
@@ -16,13 +17,11 @@ from core.config import ModelConfig, WandbConfig, register_schema
 from core.dtypes import check_dtype
 from core.errors import ConfigError
 from core.formats import FORMATS
-from core.openai_client import EndpointConfig
 from core.sandbox.limits import SandboxLimits
 
 STAGES = ("generate", "execute", "score", "all")
 MODEL_KINDS = ("model", "reference", "identity", "replay")
 COVERAGE_COLLECTORS = ("probes", "coverage.py")
-BACKENDS = ("hf", "vllm", "openai")
 
 
 @dataclass
@@ -49,19 +48,6 @@ class EvalModelConfig(ModelConfig):
         if len(parts) >= 2 and parts[-1] == "final":  # train/sft.py saves runs/<name>/final
             return parts[-2]
         return parts[-1] if parts else self.name
-
-
-@dataclass
-class BackendConfig(EndpointConfig):
-    """How the model generates; backend=openai reads the endpoint keys (`backend.base_url`, ...)."""
-
-    name: str = "hf"  # hf | vllm | openai
-    batch_size: int = 8
-    chat: bool = True  # openai: chat/completions (True) or completions
-    concurrency: int = 8  # openai: requests in flight
-    tensor_parallel_size: int = 1  # vllm
-    gpu_memory_utilization: float = 0.9
-    max_model_len: int | None = None
 
 
 @dataclass
@@ -109,7 +95,8 @@ class EvalConfig:
     # The chosen kind's options (a BenchmarkOptions subclass once validated)
     benchmark: Any = field(default_factory=lambda: {"name": "fixtures"})
     model: EvalModelConfig = field(default_factory=EvalModelConfig)
-    backend: BackendConfig = field(default_factory=BackendConfig)
+    # The chosen backend's options (a BackendOptions subclass once validated: eval/generation/backends.py)
+    backend: Any = field(default_factory=lambda: {"name": "hf"})
     gen: GenConfig = field(default_factory=GenConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     score: ScoreConfig = field(default_factory=ScoreConfig)
@@ -119,6 +106,7 @@ class EvalConfig:
 
     def validate(self) -> None:
         from eval.benchmarks import options_of
+        from eval.generation.backends import backend_options_of
 
         self.benchmark = options_of(self.benchmark)
         if self.stage not in STAGES:
@@ -127,8 +115,7 @@ class EvalConfig:
             raise ConfigError(f"score.coverage={self.score.coverage!r}: choose one of {COVERAGE_COLLECTORS}")
         if self.model.kind not in MODEL_KINDS:
             raise ConfigError(f"model.kind={self.model.kind!r}: choose one of {MODEL_KINDS}")
-        if self.backend.name not in BACKENDS:
-            raise ConfigError(f"backend.name={self.backend.name!r}: choose one of {BACKENDS}")
+        self.backend = backend_options_of(self.backend)
         check_dtype(self.model.dtype, "model.dtype")
         if self.model.prompt_format is not None and self.model.prompt_format not in FORMATS:
             raise ConfigError(
@@ -146,9 +133,11 @@ class EvalConfig:
 def register_schemas() -> None:
     """The primary schema and every kind's options (`benchmark/<name>_options`, which the YAMLs extend)."""
     from eval.benchmarks import register_schemas as register_kind_schemas
+    from eval.generation.backends import register_schemas as register_backend_schemas
 
     register_schema("eval_schema", EvalConfig)
     register_kind_schemas()
+    register_backend_schemas()
 
 
 register_schemas()

@@ -81,17 +81,9 @@ class EvalRun:
     def generate(self) -> int:
         cfg = self.cfg
         generator = load_generator(cfg.model, cfg.backend, self.fmt)
-        # Chat prompts are rendered with the model's template; openai takes the messages instead.
+        # Chat prompts are rendered with the model's template (a generator that holds weights has
+        # its tokenizer); a served model takes the messages instead.
         tokenizer = getattr(generator, "tokenizer", None)
-        if (
-            tokenizer is None
-            and self.fmt.name == "chat"
-            and cfg.model.kind == "model"
-            and cfg.backend.name == "vllm"
-        ):
-            from transformers import AutoTokenizer
-
-            tokenizer = AutoTokenizer.from_pretrained(cfg.model.path)
         requests = build_requests(list(self.problems.values()), self.splits, self.fmt, tokenizer)
         sampling = SamplingConfig(
             cfg.gen.temperature, cfg.gen.top_p, cfg.gen.max_new_tokens, self.fmt.stop, cfg.gen.seed

@@ -3,61 +3,36 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
-from typing import Any
-
 from core.formats import PromptFormat, get_format
-from core.hub import check_model_ref, existing_path
+from core.hub import existing_path
 from core.layout import TrainedConfig
-from core.openai_client import EndpointConfig
-from eval.config import BackendConfig, EvalModelConfig
-from eval.generation import Generator, make_generator
+from eval.config import EvalModelConfig
+from eval.generation import Generator, oracle_generator
+from eval.generation.backends import BackendOptions, get_backend
 
 
-def resolve_format(model: EvalModelConfig, backend: BackendConfig | None = None) -> PromptFormat:
-    """The model's prompt format: explicit, else the one it was trained in, else a default (chat for
-    a served chat model, EditCoder's otherwise)."""
+def resolve_format(model: EvalModelConfig, backend: BackendOptions | None = None) -> PromptFormat:
+    """The model's prompt format: explicit, else the one it was trained in, else the backend's
+    default (chat for a served chat model), else EditCoder's."""
     if model.prompt_format:
         return get_format(model.prompt_format)
     trained = TrainedConfig.read(model.path) if model.path and model.kind == "model" else None
     if trained is not None:
         return get_format(trained.prompt_format)
-    if model.kind == "model" and backend is not None and backend.name == "openai" and backend.chat:
-        return get_format("chat")
-    return get_format("editcoder")
+    default = get_backend(backend.name).default_format(backend) if model.kind == "model" and backend else None
+    return get_format(default or "editcoder")
 
 
-def check_model(model: EvalModelConfig, backend: BackendConfig) -> None:
-    """Before anything heavy loads: the weights or the scripted answers exist."""
+def check_model(model: EvalModelConfig, backend: BackendOptions) -> None:
+    """Before anything heavy loads: the weights (as the backend needs them) or the scripted answers exist."""
     if model.kind == "replay":
         existing_path(model.path or "", "model.path", "model=replay reads a jsonl of scripted completions")
-    elif model.kind == "model" and backend.name in ("hf", "vllm"):
-        check_model_ref(model.path or "", "model.path")
+    elif model.kind == "model":
+        get_backend(backend.name).check(model, backend)
 
 
-def backend_options(model: EvalModelConfig, backend: BackendConfig) -> dict[str, Any]:
-    """The generator's own settings for `backend`."""
-    weights = {"path": model.path, "dtype": model.dtype, "trust_remote_code": model.trust_remote_code}
-    if backend.name == "hf":
-        return {**weights, "batch_size": backend.batch_size}
-    if backend.name == "vllm":
-        return {
-            **weights,
-            "tensor_parallel_size": backend.tensor_parallel_size,
-            "gpu_memory_utilization": backend.gpu_memory_utilization,
-            "max_model_len": backend.max_model_len,
-        }
-    endpoint = EndpointConfig(**{f.name: getattr(backend, f.name) for f in fields(EndpointConfig)})
-    return {
-        "model": model.name,
-        "endpoint": endpoint,
-        "chat": backend.chat,
-        "concurrency": backend.concurrency,
-    }
-
-
-def load_generator(model: EvalModelConfig, backend: BackendConfig, fmt: PromptFormat) -> Generator:
+def load_generator(model: EvalModelConfig, backend: BackendOptions, fmt: PromptFormat) -> Generator:
     """The generator `model` names: an oracle, scripted answers, or the weights through `backend`."""
     if model.kind == "model":
-        return make_generator(backend.name, fmt, backend_options(model, backend))
-    return make_generator(model.kind, fmt, {"path": model.path} if model.kind == "replay" else {})
+        return get_backend(backend.name).make(model, backend, fmt)
+    return oracle_generator(model.kind, fmt, model.path)

@@ -280,7 +280,8 @@ def test_vllm_backend_generates_from_a_local_model(tmp_path):
     from core.benchmarks import load_benchmark
     from core.formats import FORMATS
     from eval.generate import build_requests
-    from eval.generation import SamplingConfig, make_generator
+    from eval.generation import SamplingConfig
+    from eval.generation.vllm import VLLMGenerator
     from train.config import TinyModelConfig
     from train.modeling import tiny_llama_config, train_tiny_tokenizer
     from train.synthetic_edits import synthetic_edits
@@ -294,7 +295,7 @@ def test_vllm_backend_generates_from_a_local_model(tmp_path):
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
     requests = build_requests(load_benchmark("fixtures").problems[:2], ["descriptive"], fmt)
-    generator = make_generator("vllm", fmt, {"path": str(tmp_path), "gpu_memory_utilization": 0.3})
+    generator = VLLMGenerator(path=str(tmp_path), gpu_memory_utilization=0.3)
     out = list(generator.generate(requests, 4, SamplingConfig(max_new_tokens=16)))
     generator.close()
     assert len(out) == 2 and all(

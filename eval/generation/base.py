@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from core.formats import PromptFormat
 from core.problems import Problem
@@ -78,8 +78,10 @@ class Generator(Protocol):
     def close(self) -> None: ...
 
 
-def make_generator(kind: str, fmt: PromptFormat, options: dict[str, Any]) -> Generator:
-    """`kind` is reference | identity | replay | hf | vllm | openai; `options` are the backend's own settings."""
+def oracle_generator(kind: str, fmt: PromptFormat, path: str | None = None) -> Generator:
+    """The generator of a model kind that is not weights: `reference` and `identity` (the oracles)
+    or `replay` (scripted completions read from `path`). Weights generate through a backend
+    (`eval.generation.backends`)."""
     if kind in ("reference", "identity"):
         from eval.generation.oracle import OracleGenerator
 
@@ -87,19 +89,5 @@ def make_generator(kind: str, fmt: PromptFormat, options: dict[str, Any]) -> Gen
     if kind == "replay":
         from eval.generation.replay import ReplayGenerator
 
-        return ReplayGenerator(**options)
-    if kind == "hf":
-        from eval.generation.hf import HFGenerator
-
-        return HFGenerator(**options)
-    if kind == "vllm":
-        from eval.generation.vllm import VLLMGenerator
-
-        return VLLMGenerator(**options)
-    if kind == "openai":
-        from eval.generation.openai import OpenAIGenerator
-
-        return OpenAIGenerator(**options)
-    raise ValueError(
-        f"unknown generation backend {kind!r}; choose hf, vllm, openai, reference, identity or replay"
-    )
+        return ReplayGenerator(path or "")
+    raise ValueError(f"unknown model kind {kind!r}; choose reference, identity or replay")

@@ -13,7 +13,8 @@ from core.benchmarks import load_benchmark
 from core.formats import FORMATS
 from core.openai_client import EndpointConfig
 from eval.generate import build_requests, generate_samples
-from eval.generation import SamplingConfig, make_generator
+from eval.generation import SamplingConfig, oracle_generator
+from eval.generation.hf import HFGenerator
 from eval.generation.openai import EndpointError, OpenAIGenerator
 from eval.samples import SampleStore
 
@@ -29,11 +30,11 @@ def test_oracles_answer_with_reference_and_before_code():
     requests = _requests(2)
     ref = dict(
         (r.problem.id + r.split, c)
-        for r, c in make_generator("reference", FMT, {}).generate(requests, 3, SamplingConfig())
+        for r, c in oracle_generator("reference", FMT).generate(requests, 3, SamplingConfig())
     )
     ident = dict(
         (r.problem.id + r.split, c)
-        for r, c in make_generator("identity", FMT, {}).generate(requests, 1, SamplingConfig())
+        for r, c in oracle_generator("identity", FMT).generate(requests, 1, SamplingConfig())
     )
     for r in requests:
         assert ref[r.problem.id + r.split] == [r.problem.after] * 3
@@ -41,7 +42,7 @@ def test_oracles_answer_with_reference_and_before_code():
 
 
 def test_hf_backend_samples_from_a_tiny_model_on_cpu(tiny_model_dir, tmp_path):
-    generator = make_generator("hf", FMT, {"path": str(tiny_model_dir), "batch_size": 2})
+    generator = HFGenerator(path=str(tiny_model_dir), batch_size=2)
     store = SampleStore(tmp_path / "samples.jsonl")
     requests = _requests(2)
     made = generate_samples(store, requests, generator, FMT, 3, SamplingConfig(max_new_tokens=12, seed=1))
@@ -63,9 +64,7 @@ def test_hf_sampling_depends_only_on_the_seed_problem_split_and_index(tiny_model
 
     def completions(batch_size: int, steps: list[int], requests) -> dict:
         if batch_size not in generators:
-            generators[batch_size] = make_generator(
-                "hf", FMT, {"path": str(tiny_model_dir), "batch_size": batch_size}
-            )
+            generators[batch_size] = HFGenerator(path=str(tiny_model_dir), batch_size=batch_size)
         name = f"{sampling.seed}-{batch_size}-{'-'.join(map(str, steps))}-{len(requests)}.jsonl"
         store = SampleStore(tmp_path / name)
         for n in steps:
@@ -106,7 +105,7 @@ def test_hf_backend_gives_each_request_what_its_prompt_leaves_of_the_context(sho
 
     path, context = short_context_model
     tokenizer = AutoTokenizer.from_pretrained(path)
-    generator = make_generator("hf", FMT, {"path": str(path), "batch_size": 1})
+    generator = HFGenerator(path=str(path), batch_size=1)
 
     def run(max_new_tokens: int, request) -> list[str]:
         [(_, texts)] = generator.generate([request], 2, SamplingConfig(max_new_tokens=max_new_tokens, seed=3))
