@@ -79,8 +79,13 @@ def test_ctrl_c_in_an_audit_keeps_the_finished_problems_and_the_same_command_res
     deadline = time.monotonic() + 300
     while not (mutation.is_file() and len(mutation.read_text().splitlines()) >= 3):
         assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()[-3000:]
-        time.sleep(0.2)
+        time.sleep(0.05)
+    # Stopped at once, so that a fast (or an unloaded) machine cannot finish the step before the
+    # interrupt lands; the SIGINT waits until the process continues.
+    process.send_signal(signal.SIGSTOP)
+    assert len(mutation.read_text().splitlines()) < 14, "the mutation step finished before the interrupt"
     process.send_signal(signal.SIGINT)
+    process.send_signal(signal.SIGCONT)
     stderr = process.communicate(timeout=120)[1]
     assert process.returncode == 130 and "Traceback" not in stderr, stderr[-3000:]
     assert [line for line in stderr.splitlines() if line.startswith("interrupted:")] == [
