@@ -4,7 +4,7 @@ program plus tests (CanItEdit, HumanEvalFix, the fixtures, EDIT-Bench).
 Cheap checks come first and fail a sample without running it (empty, too large, Python that
 does not compile); everything else runs in the sandbox, Python in its interpreter harness (split
 where the problem allows it: eval/split_mode.py) and other languages as their toolchain's command
-line, whose tests write back the run token (eval/languages.py).
+line, whose tests write back the run token (eval/languages/).
 """
 
 from __future__ import annotations

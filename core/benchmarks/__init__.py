@@ -16,6 +16,7 @@ anything else is a local path.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -52,6 +53,7 @@ KINDS: dict[str, Kind] = {
 }
 ENTRY_POINTS = "editforge.benchmarks"
 _discovered = False
+_discovery = threading.RLock()
 
 
 def register(evaluation: Any) -> Kind:
@@ -76,9 +78,14 @@ def register(evaluation: Any) -> Kind:
 def discover() -> None:
     """Register the kinds installed packages declare (once per process)."""
     global _discovered
-    if _discovered:
-        return
-    _discovered = True
+    with _discovery:  # threads (the execute pool) may ask at once: none returns before it is done
+        if _discovered:  # also a plugin's own import asking again, in this thread
+            return
+        _discovered = True
+        _discover_entry_points()
+
+
+def _discover_entry_points() -> None:
     for entry in entry_points(group=ENTRY_POINTS):
         known = KINDS.get(entry.name)
         if known is not None and known.evaluation is not None:

@@ -15,6 +15,7 @@ extends; a backend without such a YAML is selectable as `backend=<name>` with it
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -149,6 +150,7 @@ class OpenAI(Backend):
 
 BACKENDS: dict[str, Backend] = {backend.name: backend for backend in (HF(), VLLM(), OpenAI())}
 _discovered = False
+_discovery = threading.RLock()
 
 
 def _store_options(backend: Backend) -> None:
@@ -172,9 +174,14 @@ def register(backend: Backend) -> Backend:
 def discover() -> None:
     """Register the backends installed packages declare (once per process)."""
     global _discovered
-    if _discovered:
-        return
-    _discovered = True
+    with _discovery:  # threads (the execute pool) may ask at once: none returns before it is done
+        if _discovered:  # also a plugin's own import asking again, in this thread
+            return
+        _discovered = True
+        _discover_entry_points()
+
+
+def _discover_entry_points() -> None:
     for entry in entry_points(group=ENTRY_POINTS):
         backend = entry.load()
         if getattr(backend, "name", None) != entry.name:

@@ -2,7 +2,7 @@
 tests passing: an exit with code 0 before the tests end (exit calls, static initializers, exit,
 shutdown, uncaught-exception, signal and panic handlers), the tests' assertions redefined or
 shadowed, the token read while compiling. Each is HumanEvalFix's problem 53 (`add`) with the buggy
-code left in; each must fail, and the fixed program must still pass (eval/languages.py)."""
+code left in; each must fail, and the fixed program must still pass (eval/languages/)."""
 
 from __future__ import annotations
 

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from eval import languages
-from eval.languages import RUNNERS, command_job
+from eval.languages import RUNNERS, command_job, cpp, go, java, javascript, rust
 
 
 def needs(tool: str):
@@ -26,31 +25,31 @@ def check(argv: list[str], cwd: Path) -> None:
 
 def test_every_runner_file_is_used_and_shipped():
     used = {
-        languages.JS_PRELUDE,
-        languages.JS_RUNNER,
-        languages.JS_TOKEN,
-        languages.JS_CHANNEL,
-        languages.JS_TRUSTED,
-        languages.JS_CANDIDATE,
-        languages.CPP_BEFORE_TESTS,
-        languages.CPP_TOKEN_SOURCE,
-        languages.JAVA_RUNNER,
-        languages.GO_RUNNER,
-        languages.RUST_TOKEN,
+        javascript.JS_PRELUDE,
+        javascript.JS_RUNNER,
+        javascript.JS_TOKEN,
+        javascript.JS_CHANNEL,
+        javascript.JS_TRUSTED,
+        javascript.JS_CANDIDATE,
+        cpp.CPP_BEFORE_TESTS,
+        cpp.CPP_TOKEN_SOURCE,
+        java.JAVA_RUNNER,
+        go.GO_RUNNER,
+        rust.RUST_TOKEN,
     }
     on_disk = {path.read_text() for path in RUNNERS.iterdir() if path.is_file()}
     assert on_disk == used
-    pyproject = (Path(languages.__file__).parents[1] / "pyproject.toml").read_text()
+    pyproject = (RUNNERS.parents[1] / "pyproject.toml").read_text()
     assert '"runners/*"' in pyproject  # package data: installed with the package
 
 
 def test_command_jobs_carry_the_runner_files():
     js = command_job("js", "function f() {}", "console.assert(f() === undefined);")
     assert js.files["editforge_run.js"] == (RUNNERS / "editforge_run.js").read_text()
-    assert js.files["main.js"].startswith(languages.JS_PRELUDE)
-    assert js.files["main.js"].endswith(languages.JS_TOKEN)
+    assert js.files["main.js"].startswith(javascript.JS_PRELUDE)
+    assert js.files["main.js"].endswith(javascript.JS_TOKEN)
     split = command_job("js", "function f() {}", "console.assert(f() === undefined);", split=True)
-    assert split.files["editforge_candidate.js"] == languages.JS_CHANNEL + languages.JS_CANDIDATE
+    assert split.files["editforge_candidate.js"] == javascript.JS_CHANNEL + javascript.JS_CANDIDATE
     assert split.files["main.js"] == "function f() {}"  # the program alone: the tests are not on its disk
     assert "console.assert" in split.trusted_input and not split.run_token
     java = command_job("java", "class Main {}", "")
@@ -59,29 +58,29 @@ def test_command_jobs_carry_the_runner_files():
 
 @needs("node")
 def test_javascript_runner_files_parse(tmp_path):
-    (tmp_path / "editforge_run.js").write_text(languages.JS_RUNNER)
+    (tmp_path / "editforge_run.js").write_text(javascript.JS_RUNNER)
     check(["node", "--check", "editforge_run.js"], tmp_path)
     # main.js as command_job makes it, with an empty program and tests
-    (tmp_path / "main.js").write_text(languages.JS_PRELUDE + "\n" + languages.JS_TOKEN)
+    (tmp_path / "main.js").write_text(javascript.JS_PRELUDE + "\n" + javascript.JS_TOKEN)
     check(["node", "--check", "main.js"], tmp_path)
     # the split run's two sides, each as shipped to its process (the channel first)
-    for name, side in (("trusted.js", languages.JS_TRUSTED), ("candidate.js", languages.JS_CANDIDATE)):
-        (tmp_path / name).write_text(languages.JS_CHANNEL + side)
+    for name, side in (("trusted.js", javascript.JS_TRUSTED), ("candidate.js", javascript.JS_CANDIDATE)):
+        (tmp_path / name).write_text(javascript.JS_CHANNEL + side)
         check(["node", "--check", name], tmp_path)
 
 
 @needs("g++")
 def test_cpp_runner_files_compile(tmp_path):
-    (tmp_path / "editforge_token.cpp").write_text(languages.CPP_TOKEN_SOURCE)
+    (tmp_path / "editforge_token.cpp").write_text(cpp.CPP_TOKEN_SOURCE)
     check(["g++", "-std=c++17", "-Wall", "-Werror", "-fsyntax-only", "editforge_token.cpp"], tmp_path)
-    tests = "#include <cassert>\n" + languages.CPP_BEFORE_TESTS + "int main() {\n    assert(1 + 1 == 2);\n"
-    (tmp_path / "main.cpp").write_text(tests + languages.CPP_TOKEN + "}\n")
+    tests = "#include <cassert>\n" + cpp.CPP_BEFORE_TESTS + "int main() {\n    assert(1 + 1 == 2);\n"
+    (tmp_path / "main.cpp").write_text(tests + cpp.CPP_TOKEN + "}\n")
     check(["g++", "-std=c++17", "-Wall", "-Werror", "-fsyntax-only", "main.cpp"], tmp_path)
 
 
 @needs("javac")
 def test_java_runner_compiles(tmp_path):
-    (tmp_path / "EditforgeRun.java").write_text(languages.JAVA_RUNNER)
+    (tmp_path / "EditforgeRun.java").write_text(java.JAVA_RUNNER)
     (tmp_path / "Main.java").write_text(
         "public class Main {\n    public static void main(String[] a) {}\n}\n"
     )
@@ -90,7 +89,7 @@ def test_java_runner_compiles(tmp_path):
 
 @needs("gofmt")
 def test_go_runner_is_gofmt_clean(tmp_path):
-    (tmp_path / "editforge_main_test.go").write_text(languages.GO_RUNNER)
+    (tmp_path / "editforge_main_test.go").write_text(go.GO_RUNNER)
     done = subprocess.run(
         ["gofmt", "-l", "-e", "."], cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
@@ -100,7 +99,7 @@ def test_go_runner_is_gofmt_clean(tmp_path):
 @needs("go")
 def test_go_runner_vets(tmp_path):
     (tmp_path / "go.mod").write_text("module editforge\n\ngo 1.19\n")
-    (tmp_path / "editforge_main_test.go").write_text(languages.GO_RUNNER)
+    (tmp_path / "editforge_main_test.go").write_text(go.GO_RUNNER)
     (tmp_path / "main_test.go").write_text(
         'package main\n\nimport "testing"\n\nfunc TestOne(t *testing.T) {}\n'
     )
@@ -119,6 +118,6 @@ def test_go_runner_vets(tmp_path):
 
 @needs("rustc")
 def test_rust_token_fragment_compiles_in_a_test_function(tmp_path):
-    source = "#[test]\nfn the_tests() {\n    {\n" + languages.RUST_TOKEN + "    }\n}\n"
+    source = "#[test]\nfn the_tests() {\n    {\n" + rust.RUST_TOKEN + "    }\n}\n"
     (tmp_path / "main.rs").write_text(source)
     check(["rustc", "--edition", "2021", "--test", "-D", "warnings", "--emit=metadata", "main.rs"], tmp_path)
