@@ -55,6 +55,20 @@ def local_server(handler: type) -> Iterator[str]:
         httpd.server_close()
 
 
+def install_plugin(tmp_path: Path, module: str, source: str, entry_points: str) -> Path:
+    """A site folder holding an installed one-module package `module` (its `source`) that declares
+    `entry_points` (entry_points.txt's text), as `pip install` of a plugin leaves it: put the folder
+    on PYTHONPATH (or sys.path) and the registries find it."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / f"{module}.py").write_text(source)
+    info = site / f"{module}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(entry_points)
+    return site
+
+
 def commitpackft_row(commit: str, before: str, after: str, subject: str) -> dict:
     """One row in CommitPackFT's schema (a Python file edited by a commit), for builds from files."""
     return {

@@ -16,15 +16,14 @@ anything else is a local path.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any
 
 from core.benchmarks import apiupdate, canitedit, editbench, humanevalfix, novelapi
 from core.benchmarks.options import BenchmarkOptions, to_options
 from core.errors import ConfigError
+from core.plugins import EntryPoints
 from core.problems import Problem
 
 
@@ -52,8 +51,7 @@ KINDS: dict[str, Kind] = {
     )
 }
 ENTRY_POINTS = "editforge.benchmarks"
-_discovered = False
-_discovery = threading.RLock()
+PLUGINS = EntryPoints(ENTRY_POINTS, "a benchmark kind")
 
 
 def register(evaluation: Any) -> Kind:
@@ -76,26 +74,9 @@ def register(evaluation: Any) -> Kind:
 
 
 def discover() -> None:
-    """Register the kinds installed packages declare (once per process)."""
-    global _discovered
-    with _discovery:  # threads (the execute pool) may ask at once: none returns before it is done
-        if _discovered:  # also a plugin's own import asking again, in this thread
-            return
-        _discovered = True
-        _discover_entry_points()
-
-
-def _discover_entry_points() -> None:
-    for entry in entry_points(group=ENTRY_POINTS):
-        known = KINDS.get(entry.name)
-        if known is not None and known.evaluation is not None:
-            continue
-        evaluation = entry.load()
-        if getattr(evaluation, "name", None) != entry.name:
-            raise ConfigError(
-                f"entry point {entry.name} = {entry.value} is not a benchmark kind named {entry.name!r}"
-            )
-        register(evaluation)
+    """Register the kinds installed packages declare (once per process); a plugin replaces a
+    built-in of its name, never a kind code registered."""
+    PLUGINS.load(register, skip=lambda name: name in KINDS and KINDS[name].evaluation is not None)
 
 
 def kind_of(name: str, key: str = "benchmark") -> Kind:

@@ -15,11 +15,9 @@ extends; a backend without such a YAML is selectable as `backend=<name>` with it
 
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from core.benchmarks.options import to_options
@@ -27,6 +25,7 @@ from core.config import CONFIG_DIR, structured
 from core.errors import ConfigError
 from core.hub import check_model_ref
 from core.openai_client import EndpointConfig
+from core.plugins import EntryPoints
 
 if TYPE_CHECKING:
     from core.formats import PromptFormat
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
     from eval.generation.base import Generator
 
 ENTRY_POINTS = "editforge.backends"
+PLUGINS = EntryPoints(ENTRY_POINTS, "a Backend")
 
 
 @dataclass
@@ -149,8 +149,6 @@ class OpenAI(Backend):
 
 
 BACKENDS: dict[str, Backend] = {backend.name: backend for backend in (HF(), VLLM(), OpenAI())}
-_discovered = False
-_discovery = threading.RLock()
 
 
 def _store_options(backend: Backend) -> None:
@@ -173,22 +171,7 @@ def register(backend: Backend) -> Backend:
 
 def discover() -> None:
     """Register the backends installed packages declare (once per process)."""
-    global _discovered
-    with _discovery:  # threads (the execute pool) may ask at once: none returns before it is done
-        if _discovered:  # also a plugin's own import asking again, in this thread
-            return
-        _discovered = True
-        _discover_entry_points()
-
-
-def _discover_entry_points() -> None:
-    for entry in entry_points(group=ENTRY_POINTS):
-        backend = entry.load()
-        if getattr(backend, "name", None) != entry.name:
-            raise ConfigError(
-                f"entry point {entry.name} = {entry.value} is not a Backend named {entry.name!r}"
-            )
-        register(backend)
+    PLUGINS.load(register)
 
 
 def register_schemas() -> None:

@@ -35,11 +35,10 @@ on its name.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
-from importlib.metadata import entry_points
 
 from core.errors import ConfigError
+from core.plugins import EntryPoints
 from eval.languages import cpp, go, java, javascript, python, rust
 from eval.languages.base import RUNNERS, CommandJob, Language
 
@@ -58,11 +57,10 @@ __all__ = [
 ]
 
 ENTRY_POINTS = "editforge.languages"
+PLUGINS = EntryPoints(ENTRY_POINTS, "a Language")
 LANGUAGES: dict[str, Language] = {
     module.LANGUAGE.name: module.LANGUAGE for module in (python, javascript, cpp, java, go, rust)
 }
-_discovered = False
-_discovery = threading.RLock()
 
 
 def register(language: Language) -> Language:
@@ -73,29 +71,10 @@ def register(language: Language) -> Language:
     return language
 
 
-def _discover() -> None:
-    global _discovered
-    with _discovery:  # threads (the execute pool) may ask at once: none returns before it is done
-        if _discovered:  # also a plugin's own import asking again, in this thread
-            return
-        _discovered = True
-        _discover_entry_points()
-
-
-def _discover_entry_points() -> None:
-    for entry in entry_points(group=ENTRY_POINTS):
-        language = entry.load()
-        if getattr(language, "name", None) != entry.name:
-            raise ConfigError(
-                f"entry point {entry.name} = {entry.value} is not a Language named {entry.name!r}"
-            )
-        register(language)
-
-
 def get_language(name: str) -> Language | None:
     """The registered language ``name`` (installed plugins included), or None."""
     if name not in LANGUAGES:
-        _discover()
+        PLUGINS.load(register)
     return LANGUAGES.get(name)
 
 
@@ -118,7 +97,7 @@ def unavailable(language: str) -> str | None:
 
 
 def available_languages() -> list[str]:
-    _discover()
+    PLUGINS.load(register)
     return [name for name, language in LANGUAGES.items() if language.unavailable() is None]
 
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, install_plugin
 
 from core.errors import ConfigError
 from eval.generation.backends import BACKENDS, HFOptions, OpenAIOptions, VLLMOptions, backend_options_of
@@ -64,14 +64,9 @@ BACKEND = Echo()
 
 
 def _install(tmp_path: Path) -> Path:
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "echo_backend.py").write_text(PLUGIN)
-    info = site / "echo_backend-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: echo-backend\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[editforge.backends]\necho = echo_backend:BACKEND\n")
-    return site
+    return install_plugin(
+        tmp_path, "echo_backend", PLUGIN, "[editforge.backends]\necho = echo_backend:BACKEND\n"
+    )
 
 
 def _eval(site: Path, overrides: list[str]) -> subprocess.CompletedProcess:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO
+from conftest import REPO, install_plugin
 from test_novel_tasks import python  # noqa: F401  (fixture: the interpreter with the novlib library)
 from test_reference_identity import EXPECTED, make
 
@@ -215,14 +215,9 @@ KIND = Plugged()
 
 def _install_plugin(tmp_path: Path) -> Path:
     """A site folder holding an installed package that declares the `plugged` kind: one module."""
-    site = tmp_path / "site"
-    (site / "plugged_bench.py").parent.mkdir(parents=True)
-    (site / "plugged_bench.py").write_text(PLUGIN)
-    info = site / "plugged_bench-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plugged-bench\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[editforge.benchmarks]\nplugged = plugged_bench:KIND\n")
-    return site
+    return install_plugin(
+        tmp_path, "plugged_bench", PLUGIN, "[editforge.benchmarks]\nplugged = plugged_bench:KIND\n"
+    )
 
 
 def test_an_installed_package_declares_a_kind_by_entry_point(tmp_path):
@@ -245,7 +240,7 @@ def test_decontamination_reads_the_kinds_installed_packages_declare(tmp_path, mo
     from eval.benchmarks import get_kind
 
     monkeypatch.syspath_prepend(str(_install_plugin(tmp_path)))
-    monkeypatch.setattr(core.benchmarks, "_discovered", False)
+    monkeypatch.setattr(core.benchmarks.PLUGINS, "done", False)
     try:
         with pytest.raises(ConfigError, match="choose one of"):
             core.benchmarks.options_from({"name": "unplugged"}, "decontam.benchmarks")

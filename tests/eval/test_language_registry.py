@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, install_plugin
 
 from eval.languages import LANGUAGES, Language, command_job, get_language
 
@@ -70,16 +70,8 @@ KIND = ShellFix()
 
 
 def _install(tmp_path: Path) -> Path:
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "shell_plugin.py").write_text(PLUGIN)
-    info = site / "shell_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: shell-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        "[editforge.languages]\nsh = shell_plugin:LANGUAGE\n\n[editforge.benchmarks]\nshellfix = shell_plugin:KIND\n"
-    )
-    return site
+    entry_points = "[editforge.languages]\nsh = shell_plugin:LANGUAGE\n\n[editforge.benchmarks]\nshellfix = shell_plugin:KIND\n"
+    return install_plugin(tmp_path, "shell_plugin", PLUGIN, entry_points)
 
 
 @pytest.mark.parametrize("model, expected", [("reference", 1.0), ("identity", 0.0)])
@@ -100,7 +92,7 @@ def test_a_registered_language_is_looked_up_counted_and_checked(tmp_path, monkey
     from eval.audit.linecoverage import unavailable
 
     monkeypatch.syspath_prepend(str(_install(tmp_path)))
-    monkeypatch.setattr("eval.languages._discovered", False)
+    monkeypatch.setattr("eval.languages.PLUGINS.done", False)
     try:
         shell = get_language("sh")
         assert isinstance(shell, Language) and shell is LANGUAGES["sh"]
