@@ -12,11 +12,16 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from core.errors import ConfigError
 
-T = TypeVar("T")
+
+class _Validates(Protocol):
+    def validate(self) -> None: ...
+
+
+T = TypeVar("T", bound=_Validates)  # a config schema: a dataclass with `validate()`
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = REPO_ROOT / "configs"

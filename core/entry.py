@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from core.config import CONFIG_DIR, describe_config_error, register_resolvers, to_validated
 from core.errors import UserError
@@ -99,11 +99,13 @@ def _run(app: App, argv: list[str], validated: list[Any]) -> None:
 
         try:
             setup_logging()
-            config = to_validated(cfg, app.schema)
+            config: Any = to_validated(cfg, app.schema)
             validated.append(config)
             if app.preflight is not None:
                 app.preflight(config)
-            app.run(config, OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
+            # a DictConfig's container is a dict with str keys
+            record = cast("dict[str, Any]", OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
+            app.run(config, record)
         except Exception as err:  # raised below, past Hydra's "Error executing job" log line
             failed.append(err)
 

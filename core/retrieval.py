@@ -61,7 +61,7 @@ class Retriever(Protocol):
 def _id_order(ids: Sequence[DocId]) -> list[int]:
     """Rank of each id in sorted order: the deterministic tie-break between equal scores."""
     try:
-        order = sorted(range(len(ids)), key=lambda i: ids[i])  # type: ignore[index]
+        order = sorted(range(len(ids)), key=lambda i: ids[i])  # type: ignore[arg-type, return-value]
     except TypeError:  # mixed id types
         order = sorted(range(len(ids)), key=lambda i: (type(ids[i]).__name__, str(ids[i])))
     rank = [0] * len(ids)

@@ -153,7 +153,9 @@ def _opaque_reprs(text: str) -> str:
 
 def _parameters(args: ast.arguments, source: str, text: str) -> Iterator[Parameter]:
     kind = inspect.Parameter
-    positional = [(a, kind.POSITIONAL_ONLY) for a in args.posonlyargs]
+    positional: list[tuple[ast.arg, inspect._ParameterKind]] = [
+        (a, kind.POSITIONAL_ONLY) for a in args.posonlyargs
+    ]
     positional += [(a, kind.POSITIONAL_OR_KEYWORD) for a in args.args]
     defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
     for (arg, arg_kind), default in zip(positional, defaults, strict=True):

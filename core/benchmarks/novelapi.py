@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from core.benchmarks.options import BenchmarkOptions
 from core.errors import ConfigError
@@ -215,7 +215,11 @@ def _retrieve(
 
     ids = sorted(bundles)
     retriever = make_retriever(retrieval, [(i, document_text(bundles[i])) for i in ids], model=model)
-    return {t["id"]: (retriever.search(t["description"], 1) or [(t["qualname"], 0.0)])[0][0] for t in tasks}
+    # the retriever's document ids are the bundles' keys, qualnames (str)
+    return {
+        t["id"]: cast(str, (retriever.search(t["description"], 1) or [(t["qualname"], 0.0)])[0][0])
+        for t in tasks
+    }
 
 
 def load(options: NovelApiOptions) -> list[Problem]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 from core.errors import ConfigError
 from core.hub import check_ref, existing_path, hub_offline, is_hub
@@ -72,7 +72,8 @@ def to_options(schema: type[Opts], plain: Mapping[str, Any], key: str = "benchma
             f"its options: {', '.join(sorted(known))})"
         )
     try:
-        options = OmegaConf.to_object(OmegaConf.merge(structured(schema), dict(plain)))
+        # to_object of a structured config of `schema` is an instance of `schema`
+        options = cast(Opts, OmegaConf.to_object(OmegaConf.merge(structured(schema), dict(plain))))
     except OmegaConfBaseException as err:
         raise ConfigError(f"{key}: {describe_config_error(err)}") from err
     options.validate(key)

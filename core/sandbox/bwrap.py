@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
+from typing import cast
 
 from core.sandbox import native
 from core.sandbox.interpreter import interpreter_facts
@@ -167,7 +168,7 @@ class BwrapLauncher:
         problem = bwrap_problem()
         if problem:
             raise SandboxUnavailable(f"backend='bwrap' is unavailable: {problem}; {INSTALL_HINT}")
-        self._binary = bwrap_binary()
+        self._binary = cast(str, bwrap_binary())  # bwrap_problem() found none missing
         self._userns = _probe(self._binary)[1]
         self.python = python or sys.executable
         self.read_only = tuple(read_only)

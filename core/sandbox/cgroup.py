@@ -102,7 +102,7 @@ class Cgroup:
             time.sleep(0.01)
 
     def pids(self) -> set[int]:
-        found = set()
+        found: set[int] = set()
         for path, _ in self.groups.values():
             with contextlib.suppress(OSError):
                 found.update(int(pid) for pid in (path / "cgroup.procs").read_text().split())

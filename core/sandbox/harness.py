@@ -40,6 +40,10 @@ import struct
 import sys
 import time
 import types
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:  # annotations only: nothing more is imported in the sandbox
+    from core.sandbox.zygote import ZygoteClient
 
 
 @contextlib.contextmanager
@@ -99,7 +103,7 @@ class Server(SplitRuns, Supervision):
         self.pid = os.getpid()  # the zygote's, once start() has split this process in two
         self.child = 0
         self.child_status: int | None = None
-        self.zygote = None
+        self.zygote: ZygoteClient = None  # type: ignore[assignment]  # start() sets it before any job
         # bwrap made the network namespace (unless the network is allowed); a local server makes its own
         private_network = self.mode == "init" and not config.get("network")
         if config["unshare_net"] and succeeds(self.native.unshare, CLONE_NEWNET):
@@ -276,9 +280,9 @@ def _load_native(path: str) -> types.ModuleType:
     import importlib.util
 
     loader = importlib.machinery.ExtensionFileLoader("_editforge_sys", path)
-    module = importlib.util.module_from_spec(
-        importlib.util.spec_from_file_location("_editforge_sys", path, loader=loader)
-    )
+    # never None: a spec for a path with an explicit loader
+    spec = importlib.util.spec_from_file_location("_editforge_sys", path, loader=loader)
+    module = importlib.util.module_from_spec(cast(importlib.machinery.ModuleSpec, spec))
     loader.exec_module(module)
     return module
 

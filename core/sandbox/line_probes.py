@@ -23,6 +23,7 @@ import json
 import re
 import sys
 import types
+from typing import TypeGuard
 
 try:  # in the sandbox the harness loads this file from its own folder
     from coverage_run import analysis
@@ -96,10 +97,10 @@ def main_py_lines(program: str, program_lines: object, test_lines: object) -> se
     offset = len(NEWLINE.findall(program + "\n"))
     if not (is_line_list(program_lines) and is_line_list(test_lines)):
         return None
-    return set(program_lines) | {n + offset for n in test_lines}  # type: ignore[arg-type]
+    return set(program_lines) | {n + offset for n in test_lines}
 
 
-def is_line_list(value: object) -> bool:
+def is_line_list(value: object) -> TypeGuard[list[int]]:
     return type(value) is list and all(type(n) is int and 0 < n < 10_000_000 for n in value)
 
 

@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 import types
 from pathlib import Path
+from typing import cast
 
 from core.sandbox.interpreter import interpreter_facts
 from core.sandbox.worker import SandboxUnavailable
@@ -91,7 +92,10 @@ def landlock_abi() -> int:
 def load_path(path: str) -> types.ModuleType:
     """Import the module from ``path`` without putting its folder on ``sys.path``."""
     loader = importlib.machinery.ExtensionFileLoader(MODULE, path)
-    spec = importlib.util.spec_from_file_location(MODULE, path, loader=loader)
+    # never None: a spec for a path with an explicit loader
+    spec = cast(
+        importlib.machinery.ModuleSpec, importlib.util.spec_from_file_location(MODULE, path, loader=loader)
+    )
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
     return module

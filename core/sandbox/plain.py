@@ -34,6 +34,7 @@ import math
 import os
 import struct
 from collections.abc import Callable
+from typing import Any
 
 MAX_DEPTH = 64
 MAX_NODES = 1_000_000
@@ -43,11 +44,11 @@ _HEADER = struct.Struct(">I")
 _JSON = json.JSONEncoder(separators=(",", ":"))  # made once: json.dumps with options makes one per call
 # The C encoder behind it, made once too (JSONEncoder.encode makes one per call: half its cost);
 # no cycle check: an Encoder's tree holds none (a shared value is a reference, "@").
-_C_ENCODE = (
-    json.encoder.c_make_encoder(
+_C_ENCODE = (  # (typeshed leaves c_make_encoder out)
+    json.encoder.c_make_encoder(  # type: ignore[attr-defined]
         None, None, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
     )
-    if json.encoder.c_make_encoder is not None
+    if json.encoder.c_make_encoder is not None  # type: ignore[attr-defined]
     else None
 )
 _RAW_DECODE = json.JSONDecoder().raw_decode
@@ -107,7 +108,8 @@ class Encoder:
     def __init__(self, handle: Callable[[object], list]) -> None:
         self.handle = handle
 
-    def encode(self, value: object) -> object:
+    # Any, not object: these dispatch on type(v) kept in a variable, which mypy does not narrow through
+    def encode(self, value: Any) -> object:
         t = type(value)
         if value is None or t is bool or t is str or (t is int and -(1 << 62) < value < 1 << 62):
             return value  # the common cases, without the bookkeeping of containers
@@ -119,7 +121,7 @@ class Encoder:
         self._nodes = 0
         return self._enc(value, 0)
 
-    def _enc(self, v: object, depth: int) -> object:
+    def _enc(self, v: Any, depth: int) -> object:
         self._nodes += 1
         if self._nodes > MAX_NODES:
             raise NotPlain(f"more than {MAX_NODES} values in one message")
@@ -222,7 +224,7 @@ class Encoder:
         return ["nd", v.dtype.str, list(v.shape), base64.b64encode(data).decode()]
 
 
-_CONTAINER_TAGS = {
+_CONTAINER_TAGS: dict[type, str] = {
     list: "l",
     tuple: "t",
     dict: "d",
@@ -243,7 +245,8 @@ class Decoder:
     def __init__(self, handle: Callable[[list], object]) -> None:
         self.handle = handle
 
-    def decode(self, tree: object) -> object:
+    # Any, not object: these dispatch on type(x) kept in a variable, which mypy does not narrow through
+    def decode(self, tree: Any) -> object:
         """The value of ``tree``; NotPlain for anything malformed, whatever the cause."""
         t = type(tree)
         if tree is None or t is bool or t is str or t is float or (t is int and -(1 << 62) < tree < 1 << 62):
@@ -261,7 +264,7 @@ class Decoder:
         except Exception as exc:  # ValueError, OverflowError, SystemError...: never the caller's to catch
             raise NotPlain(f"a malformed value ({type(exc).__name__})") from None
 
-    def _dec(self, x: object, depth: int) -> object:
+    def _dec(self, x: Any, depth: int) -> object:
         self._nodes += 1
         if self._nodes > MAX_NODES or depth > MAX_DEPTH:
             raise NotPlain("a value too large or too deeply nested")
@@ -298,7 +301,7 @@ class Decoder:
                 raise NotPlain(f"malformed {tag!r} value")
             head, rest = rest[0], rest[1:]
             if tag == "dq":
-                obj: object = collections.deque(maxlen=None if head is None else _int(head))
+                obj: Any = collections.deque(maxlen=None if head is None else _int(head))
             elif head is not None and head not in _FACTORIES:
                 raise NotPlain("a defaultdict factory that is not a builtin type")
             else:
@@ -313,7 +316,7 @@ class Decoder:
             pairs = zip(items[::2], items[1::2], strict=True)
             try:
                 for k, v in pairs:
-                    obj[k] = v  # type: ignore[index]
+                    obj[k] = v
             except TypeError as exc:
                 raise NotPlain(f"an unhashable key: {exc}") from None
             return obj
@@ -323,11 +326,11 @@ class Decoder:
             elif tag == "fs":
                 obj = frozenset(items)
             elif tag == "s":
-                obj.update(items)  # type: ignore[union-attr]
+                obj.update(items)
             elif tag == "ba":
-                obj.extend(items)  # type: ignore[union-attr]
+                obj.extend(items)
             else:
-                obj.extend(items)  # type: ignore[union-attr]
+                obj.extend(items)
         except (TypeError, ValueError) as exc:
             raise NotPlain(f"malformed {tag!r} value: {exc}") from None
         self._refs[slot] = obj
@@ -369,13 +372,13 @@ def _fraction(num: object, den: object) -> fractions.Fraction:
     return fractions.Fraction(int(_bounded_str(num, 20_000)), int(_bounded_str(den, 20_000)))
 
 
-def _timezone(offset: object, name: object) -> datetime.timezone:
+def _timezone(offset: Any, name: object) -> datetime.timezone:
     if type(offset) not in (int, float):
         raise ValueError("not an offset")
     return datetime.timezone(datetime.timedelta(seconds=offset), _bounded_str(name))
 
 
-def _zone(tzinfo: object) -> object:
+def _zone(tzinfo: Any) -> object:
     """A datetime's zone as data: None, a fixed offset with its name, or an IANA key; "" for
     any other tzinfo (not plain data)."""
     if tzinfo is None:

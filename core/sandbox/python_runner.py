@@ -21,7 +21,7 @@ import operator
 import os
 import sys
 import types
-from typing import NoReturn
+from typing import Any, NoReturn
 
 try:  # in the sandbox the harness loads these files from its own folder
     from code_guard import DENIED_EVENTS, PRIVATE_PROC, TESTS_FILE, TRACING_EVENTS, install_guard
@@ -70,14 +70,17 @@ def run_python(
         exit_(fail(exc, report_fd))
     strict = not job.get("unverified")
     install_guard(DENIED_EVENTS, PRIVATE_PROC, job.get("candidate_file") or main_path, writable, strict)
+    finish: list[Any]
     namespace, finish = module.__dict__, []
     if job.get("candidate_file"):
         namespace = {}
-        builtins.__editforge_tests__ = functools.partial(_register_wrapper, namespace, finish)
+        builtins.__editforge_tests__ = functools.partial(  # type: ignore[attr-defined]
+            _register_wrapper, namespace, finish
+        )
     try:
         collections.deque(
             map(
-                operator.call,
+                operator.call,  # type: ignore[arg-type]  # partials of different types, each called bare
                 (
                     functools.partial(exec, program, module.__dict__),
                     functools.partial(
@@ -124,7 +127,7 @@ def _run_measured(
     try:
         collections.deque(
             map(
-                operator.call,
+                operator.call,  # type: ignore[arg-type]  # partials of different types, each called bare
                 (
                     functools.partial(exec, code, module.__dict__),
                     functools.partial(os.write, report_fd, _take_nonce(key_fd, report_fd, guard_forks)),
@@ -199,7 +202,8 @@ def fail(exc: BaseException, report_fd: int) -> int:
         # tb_next skips the harness's own frame; the interpreter's C printer reads no frame
         # attribute through Python, so the guarded tests' frames print too
         with contextlib.suppress(BaseException):
-            shown = exc.with_traceback(exc.__traceback__.tb_next)  # the printer reads the exception's own
+            # the printer reads the exception's own (no traceback: the AttributeError is suppressed too)
+            shown = exc.with_traceback(exc.__traceback__.tb_next)  # type: ignore[union-attr]
             sys.__excepthook__(type(shown), shown, shown.__traceback__)
     flush_stdio()
     return code & 0xFF
@@ -207,5 +211,5 @@ def fail(exc: BaseException, report_fd: int) -> int:
 
 def flush_stdio() -> None:
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        with contextlib.suppress(Exception):
-            stream.flush()
+        with contextlib.suppress(Exception):  # a stream may be None: suppressed too
+            stream.flush()  # type: ignore[union-attr]

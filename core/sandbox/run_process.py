@@ -50,11 +50,11 @@ def become_run(server, job: dict, fds: dict[str, int]) -> NoReturn:
             job.update(read_payload(fds.pop("payload")))
         ruleset = fds.get("ruleset")
         if job["kind"] == "candidate" or job.get("split"):  # split runs: the trusted side's pipes only
-            keep = {fds["read"], fds["write"], ruleset} - {None}
+            keep = {fd for fd in (fds["read"], fds["write"], ruleset) if fd is not None}
         else:
             report_fd, key_fd, data_fd = fds["report"], fds["key"], fds["data"]
             channel_fd = fds["channel"] if job.get("channel") else None
-            keep = {report_fd, key_fd, data_fd, channel_fd, ruleset} - {None}
+            keep = {fd for fd in (report_fd, key_fd, data_fd, channel_fd, ruleset) if fd is not None}
         close_fds_except(keep)
         set_rlimits(job["limits"], server.nproc_base, server.base_vm)
         os.chdir(server.folders.work_dir)
@@ -79,7 +79,9 @@ def become_run(server, job: dict, fds: dict[str, int]) -> NoReturn:
                 for d in (*server.folders.folders, server.folders.work_dir)
             )
             if channel_fd is not None:  # the wrapper program takes it (and so removes it) first
-                builtins.__editforge_report__ = channel_writer(channel_fd, job["channel_token"].encode())
+                builtins.__editforge_report__ = channel_writer(  # type: ignore[attr-defined]
+                    channel_fd, job["channel_token"].encode()
+                )
             guard_forks = server.native.guard_forks
             run_python(job, main_path, collector, key_fd, report_fd, data_fd, writable, guard_forks)
         if job.get("split"):  # a split command's candidate: the channel at 3 (in) and 4 (out)

@@ -18,6 +18,8 @@ import operator
 import sys
 import types
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 try:  # in the sandbox the harness loads this file from its own folder
     from line_probes import ProgramLines
@@ -49,13 +51,18 @@ except ImportError:
 MAX_DEPTH = 48  # nested callbacks (candidate -> trusted -> candidate ...)
 MAX_OUTPUT = 1 << 20
 MAX_NAMES = 100_000
-BINARY = {name: getattr(operator, name) for name in OPERATORS}
+BINARY: dict[str, Callable[..., Any]] = {name: getattr(operator, name) for name in OPERATORS}
 BINARY |= {"i" + name.rstrip("_"): getattr(operator, "i" + name.rstrip("_")) for name in OPERATORS}
 BINARY["concat"] = operator.concat
-UNARY = {"neg": operator.neg, "pos": operator.pos, "abs": operator.abs, "invert": operator.invert}
+UNARY: dict[str, Callable[..., Any]] = {
+    "neg": operator.neg,
+    "pos": operator.pos,
+    "abs": operator.abs,
+    "invert": operator.invert,
+}
 UNARY |= {"index": operator.index, "int": int, "float": float, "complex": complex, "round": round}
 UNARY |= {"copy": copy.copy, "deepcopy": copy.deepcopy, "reversed": reversed, "dir": lambda o: sorted(dir(o))}
-TRUTH = {
+TRUTH: dict[str, Callable[..., Any]] = {
     "eq": operator.eq,
     "ne": operator.ne,
     "lt": operator.lt,
@@ -212,6 +219,7 @@ class CandidateServer:
                 *self._args(m), **self._kwargs(m)
             )
         h = m.get("h")
+        target: Any  # whatever the candidate's object is: every operation below may fail on it
         if type(h) is list and len(h) == 3 and h[0] == "h" and type(h[1]) is int and h[1] in self.objects:
             target = self.objects[h[1]]  # the common case, a handle of ours, without the decoder
         else:
@@ -224,9 +232,11 @@ class CandidateServer:
         if op == "getattr":
             return getattr(target, _name(m))
         if op == "setattr":
-            return setattr(target, _name(m), self.decoder.decode(m.get("v")))
+            setattr(target, _name(m), self.decoder.decode(m.get("v")))
+            return None
         if op == "delattr":
-            return delattr(target, _name(m))
+            delattr(target, _name(m))
+            return None
         if op == "getitem":
             return target[self.decoder.decode(m.get("k"))]
         if op == "setitem":

@@ -16,7 +16,7 @@ import os
 import signal
 import socket
 import time
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn, cast
 
 try:  # in the sandbox the harness loads these files from its own folder
     import trusted_server
@@ -47,16 +47,58 @@ except ImportError:
     from core.sandbox.scratch_folders import inside, write_file
     from core.sandbox.zygote import payload_fd
 
+if TYPE_CHECKING:  # annotations only: nothing more is imported in the sandbox
+    import types
+
+    from core.sandbox.confine import Confinement
+    from core.sandbox.scratch_folders import ScratchFolders
+    from core.sandbox.trusted_server import TrustedClient
+    from core.sandbox.zygote import ZygoteClient
+
 
 class SplitRuns:
     """The split runs of a server (harness.Server), which holds the zygote client, the folders and
     the supervision loop these methods use."""
 
-    trusted = None  # our trusted process (trusted_server.TrustedClient), started at the first split run
+    trusted: TrustedClient | None = (
+        None  # our trusted process (trusted_server.TrustedClient), started at the first split run
+    )
     outcome: bytes | None = None  # its answer for the current split run (b"": it died first)
     trusted_status: int | None = None  # its exit status, where it died in the current run
     trusted_command: int | None = None  # a split command's trusted process, while it runs
     exclude: str = ""  # coverage.py's exclusions, where this server measures split runs ("probes")
+
+    # What these methods use of harness.Server and supervision.Supervision (declared, not set, here).
+    pid: int
+    zygote: ZygoteClient
+    child: int
+    child_status: int | None
+    folders: ScratchFolders
+    native: types.ModuleType
+    confine: Confinement
+    seccomp: types.ModuleType
+    filtered: bool
+    nproc_base: int
+    base_vm: int
+
+    if TYPE_CHECKING:
+
+        def _supervise(
+            self,
+            streams: dict[int, bytearray],
+            caps: dict[int, int],
+            outputs: set[int],
+            deadline: float,
+            trusted=None,
+        ) -> str | None: ...
+
+        def _close_streams(self, streams: dict, caps: dict, outputs: set, stop: str | None) -> str | None: ...
+
+        def _kill_all(self) -> None: ...
+
+        def _result(
+            self, status: str, exit_code, out: bytes, err: bytes, duration: float, detail: str
+        ) -> dict: ...
 
     def _execute_split(self, job: dict) -> dict:
         """A split run: the tests in our trusted process, which runs no candidate code
@@ -119,7 +161,8 @@ class SplitRuns:
 
     def _stop_trusted(self) -> None:
         """Kill and reap our trusted process (mid-run, or one that exited to be replaced)."""
-        trusted, self.trusted = self.trusted, None
+        # its callers call it only while there is one
+        trusted, self.trusted = cast("TrustedClient", self.trusted), None
         trusted.close()
         if trusted.status is None:
             kill_quietly(trusted.pid, group=True)

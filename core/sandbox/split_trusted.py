@@ -35,6 +35,7 @@ import sys
 import traceback
 import types
 import warnings
+from typing import Any, NoReturn
 
 try:  # in the sandbox the harness loads this file from its own folder
     from line_probes import TestLines, is_line_list
@@ -114,7 +115,7 @@ class Remote:
         self.standins: dict[int, type] = {}
         self.standin_ids: dict[type, int] = {}
         self.modules: dict[int, object] = {}
-        self.trusted: dict[int, object] = {}
+        self.trusted: dict[int, Any] = {}  # the tests' objects the candidate may call back
         self.trusted_ids: dict[int, int] = {}
         self.encoder = Encoder(self._handle)
         self.decoder = Decoder(self._resolve)
@@ -297,8 +298,9 @@ class Remote:
                 original.clear()
                 original.update(new)
 
-    def truth(self, op: str, target: Proxy, kind: type = bool, **fields) -> object:
-        """A value only candidate code can produce (its ``__eq__``, ``__len__``...): counted."""
+    def truth(self, op: str, target: Proxy, kind: type = bool, **fields) -> Any:
+        """A value only candidate code can produce (its ``__eq__``, ``__len__``...): counted; one of
+        type ``kind`` exactly."""
         self.delegated += 1
         value = self.request(op, target, **fields)
         if type(value) is not kind:
@@ -317,7 +319,7 @@ class Remote:
         except ChannelError as exc:
             self._break(str(exc))
 
-    def _break(self, reason: str):
+    def _break(self, reason: str) -> NoReturn:
         self.broken = self.broken or f"protocol: {reason}"
         raise Broken(self.broken)
 
@@ -443,7 +445,7 @@ class Proxy:
             raise AttributeError(name)
         return _remote(self).request("getattr", self, name=name)
 
-    @property
+    @property  # type: ignore[misc]  # read-only on purpose: the program's class, never set here
     def __class__(
         self,
     ):  # the program's class (type(proxy) stays Proxy: isinstance checks go to __instancecheck__)
@@ -655,7 +657,7 @@ def _mirror(remote: Remote) -> dict:
 
 
 def _mirror_numpy(remote: Remote) -> None:
-    numpy_random = sys.modules.get("numpy.random")
+    numpy_random: Any = sys.modules.get("numpy.random")  # numpy's module, when the program loaded it
     if numpy_random is not None and (numpy_random, "seed") not in remote.originals:
         remote.originals[numpy_random, "seed"] = numpy_random.seed
         numpy_random.seed = _mirrored(remote, "numpy.random.seed", numpy_random.seed)
@@ -730,7 +732,8 @@ def run(
         with contextlib.suppress(Exception):  # no lines: no coverage, the verdict stands
             program = remote.request("lines")
             if is_line_list(program):
-                outcome["lines"] = {"tests": sorted(ran.lines), "program": program}
+                # measure: ran is the TestLines
+                outcome["lines"] = {"tests": sorted(ran.lines), "program": program}  # type: ignore[union-attr]
     remote.end()
     return outcome
 

@@ -13,6 +13,11 @@ from __future__ import annotations
 import os
 import select
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: nothing more is imported in the sandbox
+    from core.sandbox.trusted_server import TrustedClient
+    from core.sandbox.zygote import ZygoteClient
 
 _CHUNK = 1 << 16
 
@@ -24,6 +29,20 @@ class HostGone(Exception):
 class Supervision:
     """The supervision of a server's runs (harness.Server holds the zygote client, the wake-up pipe
     and the control channel these methods use)."""
+
+    # What these methods use of harness.Server and split_runs.SplitRuns (declared, not set, here).
+    ctl_in: int
+    wake_r: int
+    zygote: ZygoteClient
+    child_status: int | None
+    trusted: TrustedClient | None
+    outcome: bytes | None
+    trusted_status: int | None
+    trusted_command: int | None
+
+    if TYPE_CHECKING:
+
+        def _stop_trusted(self) -> None: ...
 
     def _close_streams(self, streams: dict, caps: dict, outputs: set, stop: str | None) -> str | None:
         for fd in streams:

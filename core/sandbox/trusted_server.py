@@ -57,7 +57,7 @@ class State:
 
     def __init__(self) -> None:
         self.filters = list(warnings.filters)
-        self.defaultaction = warnings.defaultaction
+        self.defaultaction = warnings.defaultaction  # type: ignore[attr-defined]  # not in typeshed
         self.showwarning = warnings.showwarning
         self.recursion = sys.getrecursionlimit()
         self.decimal = decimal.getcontext().copy()
@@ -83,9 +83,10 @@ class State:
         for sig, handler in self.signals.items():
             if handler is not None and _signal.getsignal(sig) is not handler:
                 signal.signal(sig, handler)
-        warnings.filters[:] = self.filters
-        warnings.defaultaction, warnings.showwarning = self.defaultaction, self.showwarning
-        warnings.onceregistry.clear()
+        # typeshed has warnings.filters as a Sequence, and no defaultaction or onceregistry
+        warnings.filters[:] = self.filters  # type: ignore[index]
+        warnings.defaultaction, warnings.showwarning = self.defaultaction, self.showwarning  # type: ignore[attr-defined]
+        warnings.onceregistry.clear()  # type: ignore[attr-defined]
         warnings._filters_mutated()  # type: ignore[attr-defined]  # forget every module's registry
         sys.setrecursionlimit(self.recursion)
         decimal.setcontext(self.decimal.copy())

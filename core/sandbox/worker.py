@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import IO, Protocol, cast
 
 from core.sandbox.cgroup import Cgroup
 from core.sandbox.host_protocol import read_message, write_message
@@ -107,7 +107,7 @@ class Worker:
         self._channel: socket.socket | None = None
         self._spec: ServerSpec | None = None
         self._profile: Profile | None = None
-        self._stderr = None
+        self._stderr: IO[bytes] | None = None
 
     def start(self, profile: Profile) -> None:
         """Start a server for ``profile`` and wait until it is ready; SandboxUnavailable if it fails."""
@@ -142,7 +142,9 @@ class Worker:
     def execute(self, job: dict, limits: SandboxLimits) -> ExecutionResult:
         """Run one job (see harness.Server.execute) under ``limits``; never raises for the program's sake."""
         profile = Profile.of(limits, job)
-        if self._proc is None or self._proc.poll() is not None or not self._profile.serves(profile, job):
+        # a running server has its profile, channel and stderr file (start() sets them with _proc)
+        served = cast(Profile, self._profile)
+        if self._proc is None or self._proc.poll() is not None or not served.serves(profile, job):
             try:
                 self.start(profile)
             except SandboxUnavailable as exc:
@@ -157,11 +159,12 @@ class Worker:
                 return ExecutionResult.error(f"could not set the worker's cgroup limits: {exc}")
         oom_before = self._cgroup.oom_kills() if self._cgroup else 0
         started = time.monotonic()
+        channel = cast(socket.socket, self._channel)
         try:
-            write_message(self._channel.fileno(), {**job, "limits": limits.to_dict()})
+            write_message(channel.fileno(), {**job, "limits": limits.to_dict()})
             # JSON escapes at most 6 bytes per captured byte; 2 streams; 1 MiB for the rest
             bound = 12 * limits.max_output_bytes + (1 << 20)
-            reply = read_message(self._channel.fileno(), started + limits.timeout_s + GRACE_S, bound)
+            reply = read_message(channel.fileno(), started + limits.timeout_s + GRACE_S, bound)
         except TimeoutError:
             self.stop()
             detail = "the sandbox server missed the deadline; its worker was killed and restarts"
@@ -191,15 +194,17 @@ class Worker:
         """
         if self._proc is None:
             return None
+        # start() sets the channel and the stderr file before _proc
+        channel, stderr = cast(socket.socket, self._channel), cast(IO[bytes], self._stderr)
         if self._proc.poll() is None:
             with contextlib.suppress(OSError):
-                self._channel.close()
+                channel.close()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._proc.wait(timeout=STOP_WAIT_S)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, signal.SIGKILL)
         code = self._proc.wait()
-        for stream in (self._channel, self._stderr):
+        for stream in (channel, stderr):
             with contextlib.suppress(OSError):
                 stream.close()
         if self._cgroup:
@@ -216,8 +221,9 @@ class Worker:
             self._cgroup = None
 
     def _server_stderr(self) -> str:
-        self._stderr.seek(0)
-        return self._stderr.read()[-2000:].decode("utf-8", errors="replace").strip()
+        stderr = cast(IO[bytes], self._stderr)  # start() opened it
+        stderr.seek(0)
+        return stderr.read()[-2000:].decode("utf-8", errors="replace").strip()
 
 
 def _remove_tree(path: str) -> None:

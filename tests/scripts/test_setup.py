@@ -1,4 +1,5 @@
-"""The README's three commands, scripts/setup.sh's arguments, and .ci/run running the same commands."""
+"""The README's three commands, scripts/setup.sh's arguments, and .ci/run running the same commands
+(with the linters and the type checker between set-up and tests)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,15 @@ def _readme_commands() -> list[str]:
     return [line.split("#")[0].strip() for line in block.group(1).splitlines() if line.strip()]
 
 
+# What .ci/run checks between set-up and tests (README.md, "Set up, run, test").
+CHECKS = [".venv/bin/ruff check .", ".venv/bin/ruff format --check .", ".venv/bin/python -m mypy"]
+
+
 def test_ci_runs_the_readme_set_up_and_test_commands():
     setup, _, tests = _readme_commands()
     ci = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
     commands = [line for line in ci if line and not line.startswith(("#", "set ", "cd ", "export "))]
-    assert commands == [setup, tests]
+    assert commands == [setup, *CHECKS, tests]
 
 
 def _setup(*args: str) -> subprocess.CompletedProcess:
