@@ -45,7 +45,7 @@ class EchoGenerator:
             yield request, [self.fmt.completion(getattr(request.problem, self.answer))] * n
 
     def close(self):
-        pass
+        self.answer = None  # holds no weights: nothing else to free
 
 
 class Echo(Backend):
@@ -53,7 +53,7 @@ class Echo(Backend):
     options = EchoOptions
 
     def check(self, model, options):
-        pass  # no weights
+        return None  # nothing to check: it loads no weights
 
     def make(self, model, options, fmt):
         return EchoGenerator(options.answer, fmt)
