@@ -19,7 +19,7 @@ from core.errors import ConfigError
 from core.sandbox.config import SandboxConfig
 from eval.audit.classify import ClassifierConfig
 from eval.audit.desiderata import Thresholds
-from eval.benchmarks import get_kind, options_of
+from eval.benchmarks import get_kind, options_of, register_schemas
 
 log = logging.getLogger("eval.audit")
 
@@ -64,6 +64,7 @@ class AuditConfig:
 
 
 register_schema("audit_schema", AuditConfig)
+register_schemas()  # the `benchmark` group extends each kind's options (benchmark/<kind>_options)
 
 
 def preflight(cfg: AuditConfig) -> None:

@@ -4,6 +4,8 @@ through `SandboxConfig.open`, the one constructor its callers use."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 
 import pytest
 from conftest import REPO
@@ -47,6 +49,21 @@ def test_every_tool_reads_the_same_sandbox_keys_into_the_one_config(tool):
     assert (cfg.sandbox.workers, cfg.sandbox.backend, cfg.sandbox.strict) == (3, "local", False)
     assert cfg.sandbox.limits.timeout_s == 7
     assert validate_overrides(app, base).sandbox == SandboxConfig()  # every tool's defaults are the same
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_every_tool_takes_sandbox_workers_on_its_command_line(tool):
+    """As a user runs it: the tool's own imports register everything its config composes from."""
+    args = ["model=reference"] if tool == "eval.run" else []
+    proc = subprocess.run(
+        [sys.executable, "-m", tool, *args, "sandbox.workers=3", "--cfg", "job"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "\n  workers: 3\n" in proc.stdout
 
 
 @pytest.mark.parametrize("tool", TOOLS)
