@@ -95,9 +95,10 @@ def in_chunks(
     ) as bar:
         # one chunk at a time: mutation's timeouts scale with runtimes measured on a quiet pool
         batches.run_missing(
-            [(p.id, p) for p in todo],
+            [(p.id, p) for p in problems],
             run,
             keep,
+            rows,  # what an earlier run of this step finished is skipped
             label=f"audit {step}",
             progress=bar.update,
             chunk=size,
