@@ -29,7 +29,8 @@ from core.entry import App, run_app
 from core.errors import ConfigError
 from core.formats import FORMATS
 from core.hub import check_model_ref, existing_path
-from eval.config import EvalModelConfig, GenConfig, SandboxConfig
+from core.sandbox.config import SandboxConfig
+from eval.config import EvalModelConfig, GenConfig
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "apiupdate"
 REGIMES = ("single", "successive")
@@ -110,7 +111,6 @@ def preflight(cfg: EditRunConfig) -> None:
 
 def run(cfg: EditRunConfig, resolved: dict[str, Any]) -> None:
     from core.editing import load_editor
-    from core.sandbox import make_sandbox
     from eval.apiupdate.report import render_study_report
     from eval.apiupdate.study import EditStudy, StudyOptions
     from eval.apiupdate.tables import plot_results
@@ -140,9 +140,7 @@ def run(cfg: EditRunConfig, resolved: dict[str, Any]) -> None:
     sampling = SamplingConfig(
         cfg.gen.temperature, cfg.gen.top_p, cfg.gen.max_new_tokens, fmt.stop, cfg.gen.seed
     )
-    with make_sandbox(
-        cfg.sandbox.backend, limits=cfg.sandbox.limits, workers=cfg.sandbox.workers, strict=cfg.sandbox.strict
-    ) as sandbox:
+    with cfg.sandbox.open() as sandbox:
         study = EditStudy(
             problems,
             editor,

@@ -26,7 +26,7 @@ from core.config import register_schema
 from core.entry import App, run_app
 from core.errors import ConfigError, UserError
 from core.hub import existing_path, hub_offline, is_hub
-from eval.config import SandboxConfig
+from core.sandbox.config import SandboxConfig
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "apiupdate"
 SOURCES = ("humaneval", "mbpp", "apps")
@@ -111,7 +111,6 @@ def preflight(cfg: BuildAPIUpdateConfig) -> None:
 
 
 def run(cfg: BuildAPIUpdateConfig, resolved: dict[str, Any]) -> None:
-    from core.sandbox import make_sandbox
     from eval.apiupdate.builder import BuildOptions, build, write
     from eval.apiupdate.report import count_table
 
@@ -131,9 +130,7 @@ def run(cfg: BuildAPIUpdateConfig, resolved: dict[str, Any]) -> None:
     def progress(stage: str, runs: int) -> None:
         log.info("%s: %d sandbox runs (%.0f s so far)", stage, runs, time.monotonic() - started)
 
-    with make_sandbox(
-        cfg.sandbox.backend, limits=cfg.sandbox.limits, workers=cfg.sandbox.workers, strict=cfg.sandbox.strict
-    ) as sandbox:
+    with cfg.sandbox.open() as sandbox:
         result = build(
             cfg.source.name, cfg.source.path, sandbox, options, cfg.sandbox.limits, cfg.source.split, progress
         )

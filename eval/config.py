@@ -3,9 +3,9 @@
 `benchmark` holds the options of the kind it names (`eval/benchmarks/`), and `backend` those of the
 generation backend it names (`eval/generation/backends.py`): each composed group is validated
 against its own options dataclass, so an option of another kind or backend is an unknown key.
-`model` is core's `ModelConfig` plus how to prompt it, and `sandbox.limits` the sandbox's own
-`SandboxLimits`. What needs the machine (paths, toolchains, the hub) is checked by `eval.run`'s
-preflight, so `--cfg job` works without them.
+`model` is core's `ModelConfig` plus how to prompt it, and `sandbox` the one `SandboxConfig` every
+tool shares (`core/sandbox/config.py`). What needs the machine (paths, toolchains, the hub) is
+checked by `eval.run`'s preflight, so `--cfg job` works without them.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from core.config import ModelConfig, WandbConfig, register_schema
 from core.dtypes import check_dtype
 from core.errors import ConfigError
 from core.formats import FORMATS
-from core.sandbox.limits import SandboxLimits
+from core.sandbox.config import SandboxConfig
 
 STAGES = ("generate", "execute", "score", "all")
 MODEL_KINDS = ("model", "reference", "identity", "replay")
@@ -60,19 +60,6 @@ class GenConfig:
     # hf and vllm give each request at most what its prompt leaves of the model's context
     max_new_tokens: int = 8192
     seed: int = 0
-
-
-@dataclass
-class SandboxConfig:
-    backend: str = "auto"  # auto | bwrap | local
-    # Strict mode (docs/sandbox.md): no module with raw memory access, except for problems whose own
-    # code needs one (declared unverified, `passed_unverified`); false: every Python run unverified.
-    strict: bool = True
-    # Per program: 15 s as MultiPL-E's runner that CanItEdit executes with; every limit settable.
-    limits: SandboxLimits = field(default_factory=lambda: SandboxLimits(timeout_s=15.0))
-    coverage_timeout_s: float = 60.0  # per coverage run, as CanItEdit's evaluator_overlay.py
-    workers: int | None = None
-    max_code_bytes: int = 200_000  # larger completions fail as too_large without running
 
 
 @dataclass

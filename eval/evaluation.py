@@ -21,7 +21,7 @@ import yaml
 from tqdm.auto import tqdm
 
 from core.config import wandb_has_key
-from core.sandbox import Sandbox, make_sandbox
+from core.sandbox import Sandbox
 from eval.benchmarks import get_kind
 from eval.benchmarks.base import ExecContext, Job, ScoreContext
 from eval.config import EvalConfig
@@ -104,13 +104,8 @@ class EvalRun:
         """The worker pool for programs run by `python` (None: the sandbox's own interpreter),
         started on first use and stopped by close()."""
         if python not in self._sandboxes:
-            s = self.cfg.sandbox
-            self._sandboxes[python] = make_sandbox(
-                s.backend,
-                limits=s.limits,
-                workers=s.workers,
+            self._sandboxes[python] = self.cfg.sandbox.open(
                 python=python,
-                strict=s.strict,
                 read_only=sandbox_paths(),
                 # our interpreter's servers start ready for measured split runs (another's may lack slipcover)
                 measured_split=self.cfg.score.measured_in_verdicts and python is None,

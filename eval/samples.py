@@ -8,19 +8,18 @@ regenerates and re-executes nothing it had finished.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, TypeVar
 
+from core import batches
+from core.batches import CHUNK, IN_FLIGHT
+
 Key = tuple[str, str, int]
 T = TypeVar("T")
-CHUNK = 64  # records appended per chunk: what a kill can lose, and the sandbox's batch
-IN_FLIGHT = 2  # chunks worked on at once, so that no worker idles behind a chunk's slowest job
 
 
 class SampleStore:
@@ -70,37 +69,25 @@ def run_missing(
     chunk: int = CHUNK,
     in_flight: int = IN_FLIGHT,
 ) -> int:
-    """The one resumable loop: for each item whose key has no `record_type` record yet, chunk by
-    chunk, `work` gives one record body per item and each is appended (typed and keyed) as soon
-    as its chunk is done. ``in_flight`` chunks are worked on at once (in threads: `work` drives
-    the sandbox's pool, which takes jobs from several callers), so the next chunk's jobs fill the
-    workers a chunk's slowest job leaves idle; a killed run redoes at most ``in_flight`` chunks.
-    Returns how many ran."""
-    done = store.of_type(record_type)
-    missing = [(key, item) for key, item in todo if key not in done]
-    parts = iter([missing[start : start + chunk] for start in range(0, len(missing), chunk)])
-    with ThreadPoolExecutor(max_workers=max(1, in_flight)) as pool:
-        running = {pool.submit(work, part): part for part in itertools.islice(parts, max(1, in_flight))}
-        try:
-            while running:
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    part = running.pop(future)
-                    bodies = future.result()
-                    if len(bodies) != len(part):
-                        raise RuntimeError(f"{record_type}: {len(bodies)} records for {len(part)} items")
-                    for (key, _), body in zip(part, bodies, strict=True):
-                        head = {"type": record_type, "problem": key[0], "split": key[1], "index": key[2]}
-                        store.append({**head, **body, **head})
-                    if progress:
-                        progress(len(part))
-                    following = next(parts, None)
-                    if following is not None:
-                        running[pool.submit(work, following)] = following
-        finally:
-            for future in running:  # an error: chunks not started yet are dropped
-                future.cancel()
-    return len(missing)
+    """`core.batches.run_missing` over the store: for each item whose key has no `record_type` record
+    yet, `work` gives one record body per item and each is appended (typed and keyed) as soon as its
+    chunk is done; a killed run redoes at most ``in_flight`` chunks. Returns how many ran."""
+
+    def keep(part: list[tuple[Key, T]], bodies: Sequence[dict[str, Any]]) -> None:
+        for (key, _), body in zip(part, bodies, strict=True):
+            head = {"type": record_type, "problem": key[0], "split": key[1], "index": key[2]}
+            store.append({**head, **body, **head})
+
+    return batches.run_missing(
+        todo,
+        work,
+        keep,
+        store.of_type(record_type),
+        label=record_type,
+        progress=progress,
+        chunk=chunk,
+        in_flight=in_flight,
+    )
 
 
 IDENTITY_FILE = "samples.identity.json"

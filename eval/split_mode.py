@@ -233,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     import argparse
 
     from core.benchmarks import kind_of
-    from core.sandbox import make_sandbox
+    from core.sandbox.config import SandboxConfig
 
     parser = argparse.ArgumentParser(prog="python -m eval.split_mode", description=main.__doc__)
     parser.add_argument("benchmark", choices=["canitedit", "fixtures", "humanevalfix", "editbench"])
@@ -245,7 +245,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         problems = [p for p in source.load(source.options(path=args.path)) if p.language == "python"]
     except UserError as err:
         raise SystemExit(f"error: {err}") from None
-    with make_sandbox(args.backend) as sandbox:
+    # the sandbox's own default limits, as before: the runs below pass theirs
+    with SandboxConfig(backend=args.backend, limits=SandboxLimits()).open() as sandbox:
         modes = run_modes(sandbox, problems, SandboxLimits())
     split = sum(mode.split for mode in modes.values())
     print(

@@ -11,6 +11,7 @@ does not protect.
 """
 
 from core.sandbox.bwrap import bwrap_available
+from core.sandbox.config import SandboxConfig
 from core.sandbox.limits import SandboxLimits
 from core.sandbox.result import STATUSES, ExecutionResult
 from core.sandbox.sandbox import BACKENDS, ForkServerSandbox, Sandbox, make_sandbox
@@ -22,6 +23,7 @@ __all__ = [
     "ExecutionResult",
     "ForkServerSandbox",
     "Sandbox",
+    "SandboxConfig",
     "SandboxLimits",
     "SandboxUnavailable",
     "bwrap_available",

@@ -16,6 +16,7 @@ from core.hub import existing_path
 from core.knowledge import CELL_PRESETS
 from core.openai_client import EndpointConfig
 from core.problems import read_records
+from core.sandbox.config import SandboxConfig
 
 if TYPE_CHECKING:
     from data_pipeline.novel_api.mining import SdistFindings
@@ -73,13 +74,6 @@ class CorpusConfig:
 
 
 @dataclass
-class NovelSandboxConfig:
-    backend: str = "auto"
-    workers: int | None = None
-    timeout_s: float = 15.0
-
-
-@dataclass
 class NovelAPIConfig:
     stage: str = "all"
     library: str = ""
@@ -103,7 +97,7 @@ class NovelAPIConfig:
     tasks: TasksConfig = field(default_factory=TasksConfig)
     checks: ValidateConfig = field(default_factory=ValidateConfig)  # the validate stage (C2, C3)
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
-    sandbox: NovelSandboxConfig = field(default_factory=NovelSandboxConfig)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)  # limits.timeout_s: 15 s per run
 
     def validate(self) -> None:
         if self.stage not in STAGES:
@@ -259,11 +253,8 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def _sandbox(cfg: NovelAPIConfig, out: Path):
-    from core.sandbox import SandboxLimits, make_sandbox
-
     python = json.loads((out / "discovery.json").read_text())["python"]["new"]
-    limits = SandboxLimits(timeout_s=cfg.sandbox.timeout_s)
-    return make_sandbox(cfg.sandbox.backend, limits=limits, workers=cfg.sandbox.workers, python=python)
+    return cfg.sandbox.open(python=python)
 
 
 def _tasks(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from core.batches import run_all
 from core.benchmarks.novelapi import CANDIDATE_FILE, program, read_spy
 from core.sandbox import Sandbox
 from core.sandbox.declared import unverified_flags
@@ -452,19 +453,21 @@ def build_tasks(
     generate: Callable[[dict[str, Any]], list[Draft]] = drafts,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """(tasks, manifest): every bundle yields tasks or a counted reason."""
+    """(tasks, manifest): every bundle yields tasks or a counted reason. Bundles go through
+    `core.batches` one at a time, in order (a bundle's drafts are one batch of sandbox runs)."""
     dropped: Counter = Counter()
     builder = TaskBuilder(sandbox, dropped)
-    tasks: list[dict[str, Any]] = []
-    for bundle in bundles:
+
+    def one(part: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+        (bundle,) = part
         made = generate(bundle)
         if not made:
             dropped["no_usable_example"] += 1
-        else:
-            kept = builder.finish(bundle, made)
-            tasks += kept
-        if progress:
-            progress(1)
+            return [[]]
+        return [builder.finish(bundle, made)]
+
+    per_bundle = run_all(bundles, one, label="tasks", progress=progress, chunk=1, in_flight=1)
+    tasks = [task for kept in per_bundle for task in kept]
     apis_with_tasks = len({t["qualname"] for t in tasks})
     manifest = {
         "bundles": len(bundles),

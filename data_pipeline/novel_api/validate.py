@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from core.batches import run_all
 from core.benchmarks.novelapi import CANDIDATE_FILE, instruction, program
 from core.formats import get_format
 from core.knowledge import PARTS, render_knowledge
@@ -42,10 +43,12 @@ def _ask(client: OpenAIClient, model: str, task: dict, knowledge: str, n: int) -
 def validate_tasks(
     tasks: list[dict[str, Any]], bundles: dict[str, dict], sandbox: Sandbox, cfg: ValidateConfig
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(kept tasks, manifest). Tasks go through `core.batches` one at a time, in order: each asks the
+    served models, then runs their completions as one batch of sandbox runs."""
     client = OpenAIClient(cfg)
-    dropped: Counter = Counter()
-    kept = []
-    for task in tasks:
+
+    def checks(part: list[dict[str, Any]]) -> list[tuple[bool | None, bool | None]]:
+        (task,) = part
         c2 = c3 = None
         if cfg.base_model:
             fails = _passes(sandbox, task, _ask(client, cfg.base_model, task, "", cfg.samples)).count(False)
@@ -53,6 +56,13 @@ def validate_tasks(
         if cfg.strong_model and c2 is not False:  # no need to ask when C2 already dropped it
             full = render_knowledge(bundles[task["qualname"]], PARTS)
             c3 = any(_passes(sandbox, task, _ask(client, cfg.strong_model, task, full, 1)))
+        return [(c2, c3)]
+
+    dropped: Counter = Counter()
+    kept = []
+    for task, (c2, c3) in zip(
+        tasks, run_all(tasks, checks, label="validate", chunk=1, in_flight=1), strict=True
+    ):
         if c2 is False:
             dropped["c2_base_model_solves"] += 1
         elif c3 is False:

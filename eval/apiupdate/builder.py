@@ -40,6 +40,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from core.batches import run_all
 from core.benchmarks.apiupdate import BUILD_CHOICES
 from core.sandbox import Sandbox, SandboxLimits
 from core.sandbox.declared import unverified_flags
@@ -398,15 +399,11 @@ CHUNK = 256  # sandbox runs per call: big enough to keep every worker busy, smal
 
 
 def _chunked(desc: str, items: list, run: Callable[[list], list]) -> list:
-    """`run` over `items` chunk by chunk under a progress bar: an APPS build runs tens of
-    thousands of programs."""
-    out: list = []
+    """`run` over `items` through `core.batches` under a progress bar: an APPS build runs tens of
+    thousands of programs. Nothing is kept between builds (the build writes its output at its end),
+    and chunks run one after another, as they always have."""
     with tqdm(total=len(items), desc=desc, unit="run", disable=not items) as bar:
-        for start in range(0, len(items), CHUNK):
-            chunk = items[start : start + CHUNK]
-            out.extend(run(chunk))
-            bar.update(len(chunk))
-    return out
+        return run_all(items, run, label=desc, progress=bar.update, chunk=CHUNK, in_flight=1)
 
 
 def _reliability_share(total: int, fixed: list[str], n_free: int) -> int | None:

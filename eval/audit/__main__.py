@@ -16,10 +16,10 @@ from typing import Any
 from core.config import register_schema
 from core.entry import App, run_app
 from core.errors import ConfigError
+from core.sandbox.config import SandboxConfig
 from eval.audit.classify import ClassifierConfig
 from eval.audit.desiderata import Thresholds
-from eval.benchmarks import get_kind, options_of
-from eval.config import SandboxConfig
+from eval.benchmarks import get_kind, options_of, register_schemas
 
 log = logging.getLogger("eval.audit")
 
@@ -64,6 +64,7 @@ class AuditConfig:
 
 
 register_schema("audit_schema", AuditConfig)
+register_schemas()  # the `benchmark` group extends each kind's options (benchmark/<kind>_options)
 
 
 def preflight(cfg: AuditConfig) -> None:
@@ -86,7 +87,6 @@ def preflight(cfg: AuditConfig) -> None:
 
 
 def run(cfg: AuditConfig, resolved: dict[str, Any]) -> None:
-    from core.sandbox import make_sandbox
     from eval.audit.audit import AuditOptions, run_audit
     from eval.audit.report import plot, render
     from eval.toolchains import sandbox_paths
@@ -105,9 +105,7 @@ def run(cfg: AuditConfig, resolved: dict[str, Any]) -> None:
     )
     s = cfg.sandbox
     paths = sandbox_paths()  # Go's and Rust's prepared files, a toolchain outside the system folders
-    with make_sandbox(
-        s.backend, limits=s.limits, workers=s.workers, strict=s.strict, read_only=paths
-    ) as sandbox:
+    with s.open(read_only=paths) as sandbox:
         audit = run_audit(
             cfg.benchmark.name, problems, sandbox, s.limits, options,
             lambda step: log.info("audit: %s", step), keep=Path(cfg.out) / "steps",

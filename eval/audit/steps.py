@@ -20,6 +20,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from core import batches
 from core.problems import Problem
 
 log = logging.getLogger("eval.audit")
@@ -73,22 +74,36 @@ def in_chunks(
     work: Callable[[list[Problem]], Rows],
     size: int,
 ) -> dict[str, dict[str, Any]]:
-    """`work` over the problems `step` has not done yet, `size` at a time, each chunk kept as it ends;
-    the rows of every problem (those with nothing to say left out)."""
+    """`work` over the problems `step` has not done yet, `size` at a time through `run_missing`, each
+    chunk kept as it ends; the rows of every problem (those with nothing to say left out)."""
     rows = store.done(step)
     todo = [p for p in problems if p.id not in rows]
     if rows and todo:
         log.info("audit %s: resuming, %d of %d problems done", step, len(problems) - len(todo), len(problems))
+
+    def run(part: list[tuple[str, Problem]]) -> list[dict[str, Any] | None]:
+        found = work([p for _, p in part])
+        return [found.get(pid) for pid, _ in part]
+
+    def keep(part: list[tuple[str, Problem]], found: Sequence[dict[str, Any] | None]) -> None:
+        chunk = {pid: row for (pid, _), row in zip(part, found, strict=True)}
+        store.add(step, chunk)
+        rows.update(chunk)
+
     with tqdm(
         total=len(problems), initial=len(problems) - len(todo), desc=f"audit: {step}", unit="problem"
     ) as bar:
-        for start in range(0, len(todo), size):
-            chunk = todo[start : start + size]
-            found = work(chunk)
-            found = {p.id: found.get(p.id) for p in chunk}
-            store.add(step, found)
-            rows.update(found)
-            bar.update(len(chunk))
+        # one chunk at a time: mutation's timeouts scale with runtimes measured on a quiet pool
+        batches.run_missing(
+            [(p.id, p) for p in problems],
+            run,
+            keep,
+            rows,  # what an earlier run of this step finished is skipped
+            label=f"audit {step}",
+            progress=bar.update,
+            chunk=size,
+            in_flight=1,
+        )
     return {p.id: row for p in problems if (row := rows.get(p.id)) is not None}
 
 
