@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from core.errors import ConfigError
 
@@ -22,6 +23,7 @@ class _Validates(Protocol):
 
 
 T = TypeVar("T", bound=_Validates)  # a config schema: a dataclass with `validate()`
+D = TypeVar("D")  # any dataclass
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = REPO_ROOT / "configs"
@@ -93,6 +95,32 @@ def to_validated(cfg: Any, schema: type[T]) -> T:
     return parsed
 
 
+def to_dataclass(schema: type[D], plain: Mapping[str, Any], key: str, owner: str) -> D:
+    """`plain` as `schema` strictly, for a group whose schema the config names (a benchmark kind's,
+    a backend's, an editor's options): an unknown key, a wrong type or a value the dataclass
+    rejects fails as one ConfigError naming `key.field` and, for a typo, every option `owner` has."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    known = {f.name for f in fields(cast(Any, schema))}
+    unknown = sorted(set(plain) - known)
+    if unknown:
+        raise ConfigError(
+            f"unknown config key {key}.{unknown[0]} ({owner} has no such option; "
+            f"its options: {', '.join(sorted(known)) or 'none'})"
+        )
+    try:
+        # to_object of a structured config of `schema` is an instance of `schema`
+        return cast(D, OmegaConf.to_object(OmegaConf.merge(structured(schema), dict(plain))))
+    except OmegaConfBaseException as err:
+        detail = describe_config_error(err)  # "field: what" when OmegaConf names the field
+        raise ConfigError(
+            f"{key}.{detail}" if getattr(err, "full_key", None) else f"{key}: {detail}"
+        ) from err
+    except ValueError as err:  # the dataclass's own check (__post_init__), ConfigError included
+        raise ConfigError(str(err) if str(err).startswith(key) else f"{key}: {err}") from err
+
+
 def describe_config_error(err: Exception) -> str:
     """One line for an OmegaConf error: the full key, what was wrong, what to do."""
     msg = str(getattr(err, "msg", None) or err).strip().splitlines()[0]
@@ -102,6 +130,12 @@ def describe_config_error(err: Exception) -> str:
         return (
             f"unknown config key {key} ({unknown.group(1)} has no such field); "
             "check its spelling (`--cfg job` prints every key)"
+        )
+    if re.fullmatch(r"Key '[^']+' is not in struct", msg) and key:
+        # a mapping composed from YAML (an editor's options): Hydra wants `+` for a key it lacks
+        return (
+            f"unknown config key {key}: check its spelling, or write +{key}=... to add it "
+            "(`--cfg job` prints every key)"
         )
     return f"{key}: {msg}" if key else msg
 

@@ -4,7 +4,9 @@ The API-update benchmark (`python -m eval.apiupdate_edit`) edits a model with th
 one modified API, evaluates it, and either resets it (single regime) or edits on (successive
 regime). Editors are named by a dotted path (`package.module:Class`) in the `editor` config
 group, so the shipped ones live in `train/editors/` and another method (MEMIT, AlphaEdit, ...)
-plugs in from any package without evaluation importing it.
+plugs in from any package without evaluation importing it. Each editor class declares its
+options as a dataclass (`options`, an `EditorOptions`), so `editor.options.*` is checked like
+every other config: an unknown key, a wrong type or a bad value fails before any model loads.
 
 An editor owns the model it edits: `model` is what generation uses now, `edit` changes it in
 place and accumulates over calls, `reset` returns it to the weights it was built with, and
@@ -14,10 +16,10 @@ place and accumulates over calls, `reset` returns it to the weights it was built
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from core.errors import ConfigError
 
@@ -56,8 +58,16 @@ class APIUpdate:
         return tuple(dict.fromkeys(n for n in found if n))
 
 
+@dataclass
+class EditorOptions:
+    """An editor's options (`editor.options`); each editor extends it with its own fields and
+    checks in `__post_init__` what is wrong whatever the model (what needs the model, such as
+    a layer index, the editor checks when built). An editor without options uses it as is."""
+
+
 class Editor(Protocol):
     name: str
+    options: ClassVar[type[EditorOptions]]  # its options schema
     model: Any  # the (possibly wrapped) model to generate with now
     tokenizer: Any
 
@@ -91,11 +101,8 @@ class LearnedEditor(Editor, Protocol):
     def load(self, path: Path) -> None: ...
 
 
-def load_editor(target: str, model: Any, tokenizer: Any, options: dict[str, Any] | None = None) -> Editor:
-    """Build the editor `target` names (`package.module:Class`) with its options.
-
-    A bad path or an option the class does not take is a ConfigError that names it.
-    """
+def editor_class(target: str) -> type[Editor]:
+    """The class `target` names (`package.module:Class`), or a ConfigError that names it."""
     module_name, _, class_name = target.partition(":")
     if not module_name or not class_name:
         raise ConfigError(f"editor.target={target!r}: write it as package.module:Class")
@@ -103,10 +110,33 @@ def load_editor(target: str, model: Any, tokenizer: Any, options: dict[str, Any]
         cls = getattr(importlib.import_module(module_name), class_name)
     except (ImportError, AttributeError) as err:
         raise ConfigError(f"editor.target={target!r} cannot be loaded: {err}") from err
-    try:
-        return cls(model, tokenizer, **(options or {}))
-    except TypeError as err:
-        raise ConfigError(f"editor {target}: {err}; check editor.options") from err
+    schema = getattr(cls, "options", None)
+    if not (isinstance(schema, type) and issubclass(schema, EditorOptions)):
+        raise ConfigError(
+            f"editor.target={target}: the class declares no `options` schema "
+            "(a dataclass extending core.editing.EditorOptions)"
+        )
+    return cls
+
+
+def editor_options(target: str, options: Mapping[str, Any] | None = None) -> EditorOptions:
+    """`options` as the options dataclass of the editor `target` names, validated strictly."""
+    from core.config import to_dataclass
+
+    cls = editor_class(target)
+    return to_dataclass(cls.options, options or {}, "editor.options", owner=f"editor {target}")
+
+
+def load_editor(
+    target: str, model: Any, tokenizer: Any, options: Mapping[str, Any] | EditorOptions | None = None
+) -> Editor:
+    """Build the editor `target` names with its options (a mapping is validated first)."""
+    cls = editor_class(target)
+    if not isinstance(options, EditorOptions):
+        options = editor_options(target, options)
+    elif not isinstance(options, cls.options):
+        raise ConfigError(f"editor {target} takes {cls.options.__name__}, not {type(options).__name__}")
+    return cls(model, tokenizer, options)  # type: ignore[call-arg]  # the Protocol has no __init__
 
 
 def examples_of(updates: Sequence[APIUpdate]) -> list[EditExample]:

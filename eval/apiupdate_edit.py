@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from core.config import register_schema
 from core.dtypes import check_dtype
+from core.editing import editor_options
 from core.entry import App, run_app
 from core.errors import ConfigError
 from core.formats import FORMATS
@@ -43,6 +44,7 @@ log = logging.getLogger("eval.apiupdate_edit")
 class EditorConfig:
     name: str = "prompt"
     target: str = "train.editors.prompt:PromptEditor"  # package.module:Class
+    # The target class's options dataclass (`options`, an EditorOptions) checks these at preflight
     options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -106,6 +108,7 @@ def preflight(cfg: EditRunConfig) -> None:
     existing_path(cfg.benchmark.path, "benchmark.path", "build it with python -m eval.build_apiupdate")
     if not cfg.model.path:
         raise ConfigError("model.path=<hf folder or hub id> is required")
+    editor_options(cfg.editor.target, cfg.editor.options)  # a typo fails before the model loads
     check_model_ref(cfg.model.path, "model.path")
 
 
@@ -123,7 +126,8 @@ def run(cfg: EditRunConfig, resolved: dict[str, Any]) -> None:
     problems = kind.load(kind.options(path=cfg.benchmark.path))
     fmt = resolve_format(cfg.model)
     model, tokenizer = load_model(cfg.model.path, cfg.model.dtype, cfg.model.trust_remote_code)
-    editor = load_editor(cfg.editor.target, model, tokenizer, dict(cfg.editor.options))
+    editor_settings = editor_options(cfg.editor.target, cfg.editor.options)
+    editor = load_editor(cfg.editor.target, model, tokenizer, editor_settings)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     fit_editor(editor, problems, fmt, out / FIT_DIR)
@@ -154,7 +158,7 @@ def run(cfg: EditRunConfig, resolved: dict[str, Any]) -> None:
             identity={
                 "benchmark": cfg.benchmark.path,
                 "model": [cfg.model.path, cfg.model.prompt_format, cfg.model.dtype],
-                "editor": [cfg.editor.target, dict(cfg.editor.options)],
+                "editor": [cfg.editor.target, asdict(editor_settings)],
                 "study": [
                     cfg.regime,
                     cfg.every,

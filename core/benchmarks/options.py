@@ -8,8 +8,8 @@ that kind's dataclass from the rest, so an option of another kind is an unknown 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
-from typing import Any, ClassVar, TypeVar, cast
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar, TypeVar
 
 from core.errors import ConfigError
 from core.hub import check_ref, existing_path, hub_offline, is_hub
@@ -59,22 +59,8 @@ class BenchmarkOptions:
 
 def to_options(schema: type[Opts], plain: Mapping[str, Any], key: str = "benchmark") -> Opts:
     """`plain` as `schema` strictly: an unknown key or a wrong type fails naming `key.field`."""
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
+    from core.config import to_dataclass
 
-    from core.config import describe_config_error, structured
-
-    known = {f.name for f in fields(schema)}
-    unknown = sorted(set(plain) - known)
-    if unknown:
-        raise ConfigError(
-            f"unknown config key {key}.{unknown[0]} ({key}={plain.get('name')} has no such option; "
-            f"its options: {', '.join(sorted(known))})"
-        )
-    try:
-        # to_object of a structured config of `schema` is an instance of `schema`
-        options = cast(Opts, OmegaConf.to_object(OmegaConf.merge(structured(schema), dict(plain))))
-    except OmegaConfBaseException as err:
-        raise ConfigError(f"{key}: {describe_config_error(err)}") from err
+    options = to_dataclass(schema, plain, key, owner=f"{key}={plain.get('name')}")
     options.validate(key)
     return options

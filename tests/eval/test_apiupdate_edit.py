@@ -146,7 +146,7 @@ def agrace_fit(tiny_model, tmp_path_factory) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from core.editing import APIUpdate, EditExample
-    from train.editors.agrace import AGRACEEditor
+    from train.editors.agrace import AGRACEEditor, AGRACEOptions
 
     fmt = FORMATS["editcoder"]
     updates = [
@@ -163,7 +163,9 @@ def agrace_fit(tiny_model, tmp_path_factory) -> Path:
     model = AutoModelForCausalLM.from_pretrained(tiny_model)
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     folder = tmp_path_factory.mktemp("agrace")
-    AGRACEEditor(model, tokenizer, layer=1, epochs=3, batch_size=4, val_fraction=0.2).fit(updates, folder)
+    AGRACEEditor(model, tokenizer, AGRACEOptions(layer=1, epochs=3, batch_size=4, val_fraction=0.2)).fit(
+        updates, folder
+    )
     return folder
 
 
@@ -232,10 +234,8 @@ def test_config_errors_are_one_line(bench, tmp_path):
     cfg = validate_overrides(
         APP, [f"benchmark.path={bench}", "model.path=x/y", "editor.target=nowhere:Nothing"]
     )
-    from core.editing import load_editor
-
     with pytest.raises(ConfigError, match="nowhere"):
-        load_editor(cfg.editor.target, None, None, {})
+        preflight(cfg)
 
 
 def test_another_editor_into_the_same_out_is_refused(bench, tiny_model, tmp_path):

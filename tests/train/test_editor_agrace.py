@@ -23,6 +23,7 @@ from train.editors.agrace import (
     ENCODER_META,
     ENCODER_WEIGHTS,
     AGRACEEditor,
+    AGRACEOptions,
     MeanKeyAdaptor,
     contrastive_loss,
     contrastive_pairs,
@@ -67,7 +68,7 @@ def tok():
 def fitted(tok, tmp_path_factory):
     """(checkpoint folder, fit figures, the fitted editor's keys of every prompt)."""
     out = tmp_path_factory.mktemp("agrace")
-    editor = AGRACEEditor(tiny_llama(tok), tok, **FIT)
+    editor = AGRACEEditor(tiny_llama(tok), tok, AGRACEOptions(**FIT))
     figures = editor.fit([update(a) for a in range(len(APIS))], out)
     return out, figures, editor.keys(all_prompts())
 
@@ -78,7 +79,7 @@ def all_prompts() -> list[str]:
 
 @pytest.fixture
 def editor(tok, fitted):
-    return AGRACEEditor(tiny_llama(tok), tok, layer=0, n_iter=100, checkpoint=str(fitted[0]))
+    return AGRACEEditor(tiny_llama(tok), tok, AGRACEOptions(layer=0, n_iter=100, checkpoint=str(fitted[0])))
 
 
 # ------------------------------------------------------------------------------------------ fit
@@ -116,16 +117,16 @@ def test_fit_stops_early_and_keeps_the_best_validation_epoch(fitted):
 
 def test_a_checkpoint_gives_identical_keys(tok, fitted):
     out, _, keys = fitted
-    loaded = AGRACEEditor(tiny_llama(tok), tok, layer=0, checkpoint=str(out))
+    loaded = AGRACEEditor(tiny_llama(tok), tok, AGRACEOptions(layer=0, checkpoint=str(out)))
     assert loaded.fitted and torch.equal(loaded.keys(all_prompts()), keys)
     with pytest.raises(
         ValueError, match="model.layers.0.mlp.down_proj .* not of model.layers.1.mlp.down_proj"
     ):
-        AGRACEEditor(tiny_llama(tok), tok, layer=1, checkpoint=str(out))
+        AGRACEEditor(tiny_llama(tok), tok, AGRACEOptions(layer=1, checkpoint=str(out)))
 
 
 def test_edit_before_fit_and_fit_on_too_few_apis_are_clear_errors(tok, tmp_path, editor):
-    unfitted = AGRACEEditor(tiny_llama(tok), tok, layer=0)
+    unfitted = AGRACEEditor(tiny_llama(tok), tok, AGRACEOptions(layer=0))
     assert not unfitted.fitted
     with pytest.raises(ValueError, match=r"not trained: call fit\(updates, out\).*or .*checkpoint="):
         unfitted.edit(update(0))
@@ -212,7 +213,12 @@ def test_the_config_builds_the_editor_with_the_papers_settings(tok, fitted):
     assert (editor.epsilon, editor.n_iter, editor.lr) == (1.0, 30, 1.0)
     settings = editor.settings
     assert (settings.out_dim, settings.margin, settings.epochs, settings.batch_size) == (256, 0.5, 100, 64)
-    assert (settings.lr, settings.weight_decay, settings.patience, settings.dropout) == (1e-4, 1e-4, 10, 0.0)
+    assert (settings.encoder_lr, settings.weight_decay, settings.patience, settings.dropout) == (
+        1e-4,
+        1e-4,
+        10,
+        0.0,
+    )
     with pytest.raises(ConfigError, match="val_fraction=1"):
         load_editor(config["target"], tiny_llama(tok), tok, options | {"val_fraction": 1})
     loaded = load_editor(

@@ -20,7 +20,7 @@ from test_editors import CODE, FMT, LAYERS, PROMPTS, tiny_llama, update
 
 from core.editing import APIUpdate, EditExample, LearnedEditor, load_editor
 from core.errors import ConfigError
-from train.editors.malmen import MALMENEditor, meta_batch
+from train.editors.malmen import MALMENEditor, MALMENOptions, meta_batch
 from train.editors.malmen_net import ridge_shift
 from train.modeling import train_tiny_tokenizer
 
@@ -53,14 +53,14 @@ def fitted(tok, tmp_path_factory):
     model's weights bit for bit as they were)."""
     model = tiny_llama(tok)
     before = snapshot(model)
-    editor = MALMENEditor(model, tok, **TINY)
+    editor = MALMENEditor(model, tok, MALMENOptions(**TINY))
     out = tmp_path_factory.mktemp("malmen")
     stats = editor.fit(FIT_UPDATES, out)
     return editor, out, stats, changed(model, before) == set()
 
 
 def loaded(tok, checkpoint: Path, dtype: torch.dtype = torch.float32) -> MALMENEditor:
-    return MALMENEditor(tiny_llama(tok).to(dtype), tok, **TINY, checkpoint=str(checkpoint))
+    return MALMENEditor(tiny_llama(tok).to(dtype), tok, MALMENOptions(**TINY, checkpoint=str(checkpoint)))
 
 
 def down(editor: MALMENEditor, layer: int) -> torch.Tensor:
@@ -207,15 +207,17 @@ def test_meta_batches_hold_one_example_out_and_take_locality_from_other_apis():
 
 
 def test_errors_say_what_to_do(fitted, tok):
-    editor = MALMENEditor(tiny_llama(tok), tok, **TINY)
+    editor = MALMENEditor(tiny_llama(tok), tok, MALMENOptions(**TINY))
     with pytest.raises(ValueError, match=r"not trained: call fit\(updates, out\) first.*checkpoint="):
         editor.edit(update(0))
     with pytest.raises(ConfigError, match="more APIs than batch_size=2"):
         editor.fit(FIT_UPDATES[:2], Path("unused"))
     with pytest.raises(ConfigError, match="trained for .* same layers"):
-        MALMENEditor(tiny_llama(tok), tok, **{**TINY, "layers": [2]}, checkpoint=str(fitted[1]))
+        MALMENEditor(
+            tiny_llama(tok), tok, MALMENOptions(**{**TINY, "layers": [2]}, checkpoint=str(fitted[1]))
+        )
     with pytest.raises(ConfigError, match="norm_on"):
-        MALMENEditor(tiny_llama(tok), tok, norm_on="weights", layers=[2])
+        MALMENEditor(tiny_llama(tok), tok, MALMENOptions(norm_on="weights", layers=[2]))
 
 
 def test_the_config_builds_the_editor_with_app_d_settings(tok):

@@ -16,9 +16,9 @@ from editor_checks import LAYERS, changed, greedy, logits, one_thread, snapshot,
 from core.editing import APIUpdate, EditExample, load_editor
 from core.errors import ConfigError
 from core.formats import FORMATS
-from train.editors.ft_l import FTLEditor
-from train.editors.grace import GraceAdaptor, GRACEEditor
-from train.editors.lora import LoRAEditor
+from train.editors.ft_l import FTLEditor, FTLOptions
+from train.editors.grace import GraceAdaptor, GRACEEditor, GRACEOptions
+from train.editors.lora import LoRAEditor, LoRAOptions
 from train.editors.prompt import PromptEditor
 from train.modeling import train_tiny_tokenizer
 
@@ -58,7 +58,7 @@ DOWN = "model.layers.{}.mlp.down_proj.weight"
 
 def test_ft_l_changes_one_matrix_within_delta_and_learns_the_target(model, tok):
     before = snapshot(model)
-    editor = FTLEditor(model, tok, layer=1, lr=1e-2, delta=0.5, steps=30)
+    editor = FTLEditor(model, tok, FTLOptions(layer=1, lr=1e-2, delta=0.5, steps=30))
     stats = editor.edit(update(0))
     assert changed(model, before) == {DOWN.format(1)}
     assert all(p.requires_grad for p in model.parameters())  # flags as built
@@ -73,14 +73,14 @@ def test_ft_l_edits_accumulate_within_one_budget_and_reset_restores(model, tok):
     before = snapshot(model)
     name, delta = DOWN.format(2), 2e-3
     weight = model.get_submodule("model.layers.2.mlp.down_proj").weight
-    editor = FTLEditor(model, tok, layer=2, lr=1e-2, delta=delta, steps=10)
+    editor = FTLEditor(model, tok, FTLOptions(layer=2, lr=1e-2, delta=delta, steps=10))
     assert editor.edit(update(0))["max_abs_delta"] == pytest.approx(delta, rel=1e-4)  # the bound binds
     first = weight.detach().clone()
     editor.edit(update(2))
     assert not torch.equal(weight, first)
     assert (weight - before[name]).abs().max() <= delta + 1e-6  # one budget from W0, not from W1
     alone = tiny_llama(tok)
-    FTLEditor(alone, tok, layer=2, lr=1e-2, delta=delta, steps=10).edit(update(2))
+    FTLEditor(alone, tok, FTLOptions(layer=2, lr=1e-2, delta=delta, steps=10)).edit(update(2))
     assert not torch.equal(weight, alone.get_submodule("model.layers.2.mlp.down_proj").weight)
 
     editor.reset()
@@ -89,15 +89,15 @@ def test_ft_l_edits_accumulate_within_one_budget_and_reset_restores(model, tok):
 
 def test_ft_l_names_the_layer_count_when_layer_is_out_of_range(model, tok):
     with pytest.raises(ValueError, match=f"{LAYERS} decoder layers"):
-        FTLEditor(model, tok, layer=LAYERS)
+        FTLEditor(model, tok, FTLOptions(layer=LAYERS))
     with pytest.raises(ValueError, match="module=.mlp.nope.: decoder layer 0 has no such module"):
-        FTLEditor(model, tok, layer=0, module="mlp.nope")
+        FTLEditor(model, tok, FTLOptions(layer=0, module="mlp.nope"))
 
 
 # ------------------------------------------------------------------------------------------ LoRA
 def test_lora_trains_only_the_adapter_and_reset_gives_the_original_logits(model, tok):
     original = logits(model, tok, PROMPTS[0])
-    editor = LoRAEditor(model, tok, lr=1e-2, steps=30)
+    editor = LoRAEditor(model, tok, LoRAOptions(lr=1e-2, steps=30))
     before = snapshot(editor.model)
     stats = editor.edit(update(0))
     moved = changed(editor.model, before)
@@ -145,7 +145,7 @@ def test_grace_edits_only_prompts_within_the_radius(model, tok):
         unedited, tok, [PROMPTS[other], PROMPTS[edited]], do_sample=True, num_return_sequences=2
     )
 
-    editor = GRACEEditor(model, tok, layer=0, epsilon=epsilon, n_iter=100, lr=1.0)
+    editor = GRACEEditor(model, tok, GRACEOptions(layer=0, epsilon=epsilon, n_iter=100, lr=1.0))
     stats = editor.edit(update(edited))
     assert isinstance(model.get_submodule("model.layers.0.mlp.down_proj"), GraceAdaptor)
     assert stats["entries"] == 1 and stats["new_entries"] == 1
@@ -177,7 +177,7 @@ def test_grace_splits_radii_on_a_conflict_and_reset_removes_the_wrapper(model, t
     k = keys(model, tok, [PROMPTS[first], PROMPTS[second]])
     distance = (k[0] - k[1]).norm().item()
     original = logits(model, tok, PROMPTS[first])
-    editor = GRACEEditor(model, tok, layer=0, epsilon=0.75 * distance, n_iter=100, lr=1.0)
+    editor = GRACEEditor(model, tok, GRACEOptions(layer=0, epsilon=0.75 * distance, n_iter=100, lr=1.0))
     editor.edit(update(first))
     again = editor.edit(update(first))  # the same update again: its own entry is reused
     assert again["new_entries"] == 0 and again["splits"] == 0

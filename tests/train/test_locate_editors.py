@@ -21,7 +21,7 @@ from core.errors import ConfigError
 from train.editors.locate import PREFIX_STARTS, model_prefixes, requests_of, subject_index, subject_request
 from train.editors.memit import AlphaEditEditor, MEMITEditor, PMETEditor
 from train.editors.moments import Corpus
-from train.editors.rome import ROMEEditor, rank_one_update
+from train.editors.rome import ROMEEditor, ROMEOptions, rank_one_update
 
 STATS = {"stats_samples": 64, "stats_chunk_tokens": 64}
 TINY = {
@@ -73,7 +73,7 @@ def build(name, model, tok, stats_dir, preserved, **extra):
     options = {**options, **STATS, "stats_dir": str(stats_dir), **extra}
     if name == "alphaedit":
         options.setdefault("corpus", str(preserved))
-    return cls(model, tok, **options)
+    return cls(model, tok, cls.options(**options))
 
 
 def test_the_tiny_model_knows_its_apis(base, tok):
@@ -273,7 +273,7 @@ def test_a_corpus_folder_is_read_as_text_and_bad_options_are_config_errors(base,
     (tmp_path / "notes.md").write_text("  \n")
     assert list(Corpus(str(tmp_path)).texts()) == ["x = 1\n"]
     with pytest.raises(ConfigError, match="corpus='/no/such/folder'"):
-        ROMEEditor(copy.deepcopy(base), tok, layer=1, corpus="/no/such/folder")
+        ROMEEditor(copy.deepcopy(base), tok, ROMEOptions(layer=1, corpus="/no/such/folder"))
     with pytest.raises(ConfigError, match="4 decoder layers"):
         MEMITEditor(copy.deepcopy(base), tok)  # the study's layers 4-8 do not exist here
     with pytest.raises(ValueError, match="no name of the edited API"):

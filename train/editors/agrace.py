@@ -65,7 +65,7 @@ from tqdm.auto import tqdm
 from core.editing import APIUpdate
 from core.errors import ConfigError
 from train.editors.common import model_device
-from train.editors.grace import GraceAdaptor, GRACEEditor
+from train.editors.grace import GraceAdaptor, GRACEEditor, GRACEOptions
 
 ENCODER_WEIGHTS = "encoder.pt"
 ENCODER_META = "encoder.json"
@@ -96,33 +96,37 @@ class KeyEncoder(nn.Module):
         return self.fc2(self.dropout(F.leaky_relu(self.fc1(x), self.config.negative_slope)))
 
 
-@dataclass(frozen=True)
-class FitSettings:
-    """How `fit` trains the encoder (the editor's defaults: App. D's values, dropout off)."""
+@dataclass
+class AGRACEOptions(GRACEOptions):
+    """GRACE's options plus how `fit` trains the encoder: App. D's values (output 256, margin 0.5,
+    up to 100 epochs, batch 64, lr 1e-4, weight decay 1e-4, patience 10), dropout off (see the
+    module docstring); `checkpoint`: a folder `fit` wrote (None: fit first)."""
 
-    out_dim: int
-    dropout: float
-    margin: float
-    epochs: int
-    batch_size: int
-    lr: float
-    weight_decay: float
-    patience: int
-    val_fraction: float
-    seed: int
+    out_dim: int = 256
+    dropout: float = 0.0
+    margin: float = 0.5
+    epochs: int = 100
+    batch_size: int = 64
+    encoder_lr: float = 1e-4
+    weight_decay: float = 1e-4
+    patience: int = 10
+    val_fraction: float = 0.1  # APIs held out for early stopping
+    seed: int = 0
+    checkpoint: str | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         for name in ("out_dim", "epochs", "batch_size", "patience"):
             if getattr(self, name) < 1:
-                raise ConfigError(f"editor option {name}={getattr(self, name)} must be at least 1")
+                raise ConfigError(f"editor.options.{name}={getattr(self, name)} must be at least 1")
         if not 0 < self.val_fraction < 1:
             raise ConfigError(
-                f"editor option val_fraction={self.val_fraction} must lie strictly between 0 and 1"
+                f"editor.options.val_fraction={self.val_fraction} must lie strictly between 0 and 1"
             )
         if not 0 <= self.dropout < 1:
-            raise ConfigError(f"editor option dropout={self.dropout} must lie in [0, 1)")
+            raise ConfigError(f"editor.options.dropout={self.dropout} must lie in [0, 1)")
         if self.margin <= 0:
-            raise ConfigError(f"editor option margin={self.margin} must be positive")
+            raise ConfigError(f"editor.options.margin={self.margin} must be positive")
 
 
 def prompt_means(
@@ -237,14 +241,16 @@ def contrastive_loss(
 
 
 def train_encoder(
-    reps: torch.Tensor, split: PairSplit, settings: FitSettings
+    reps: torch.Tensor, split: PairSplit, settings: AGRACEOptions
 ) -> tuple[KeyEncoder, dict[str, float]]:
     """The encoder of the best validation epoch, trained on the pairs of `reps` (prompts, d); seeded."""
     config = EncoderConfig(reps.shape[1], max(1, reps.shape[1] // 4), settings.out_dim, settings.dropout)
     with torch.random.fork_rng(devices=[reps.device] if reps.device.type == "cuda" else []):
         torch.manual_seed(settings.seed)
         encoder = KeyEncoder(config).to(reps.device)
-        optimizer = torch.optim.Adam(encoder.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
+        optimizer = torch.optim.Adam(
+            encoder.parameters(), lr=settings.encoder_lr, weight_decay=settings.weight_decay
+        )
         best, best_loss, best_epoch = encoder.state_dict(), math.inf, 0
         progress = tqdm(range(1, settings.epochs + 1), desc="A-GRACE encoder", leave=False)
         for epoch in progress:
@@ -273,7 +279,7 @@ def _train_epoch(
     optimizer: torch.optim.Optimizer,
     reps: torch.Tensor,
     pairs: torch.Tensor,
-    settings: FitSettings,
+    settings: AGRACEOptions,
 ) -> float:
     """One pass over the shuffled pairs; the pairs' mean loss."""
     encoder.train()
@@ -311,45 +317,16 @@ class AGRACEEditor(GRACEEditor):
     an encoder that `fit` trains once per model and benchmark and `load` (or `checkpoint`) reads back."""
 
     name = "a-grace"
+    options: type[AGRACEOptions] = AGRACEOptions
 
-    def __init__(
-        self,
-        model: nn.Module,
-        tokenizer: Any,
-        layer: int = 27,
-        module: str = "mlp.down_proj",
-        epsilon: float = 1.0,
-        n_iter: int = 30,
-        lr: float = 1.0,
-        out_dim: int = 256,
-        dropout: float = 0.0,
-        margin: float = 0.5,
-        epochs: int = 100,
-        batch_size: int = 64,
-        encoder_lr: float = 1e-4,
-        weight_decay: float = 1e-4,
-        patience: int = 10,
-        val_fraction: float = 0.1,
-        seed: int = 0,
-        checkpoint: str | None = None,
-    ) -> None:
-        super().__init__(model, tokenizer, layer, module, epsilon, n_iter, lr)
-        self.settings = FitSettings(
-            out_dim,
-            dropout,
-            margin,
-            epochs,
-            batch_size,
-            encoder_lr,
-            weight_decay,
-            patience,
-            val_fraction,
-            seed,
-        )
+    def __init__(self, model: nn.Module, tokenizer: Any, options: AGRACEOptions | None = None) -> None:
+        settings = options or AGRACEOptions()
+        super().__init__(model, tokenizer, settings)
+        self.settings = settings
         self.encoder: KeyEncoder | None = None
         self.hook: RemovableHandle | None = None
-        if checkpoint is not None:
-            self.load(Path(checkpoint))
+        if settings.checkpoint is not None:
+            self.load(Path(settings.checkpoint))
 
     @property
     def fitted(self) -> bool:

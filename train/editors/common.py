@@ -90,14 +90,14 @@ def layer_module_name(model: nn.Module, layer: int, module: str) -> str:
     layers, count = decoder_layers_name(model)
     if not 0 <= layer < count:
         raise ConfigError(
-            f"editor option layer={layer} is out of range: the model has {count} decoder layers (0..{count - 1})"
+            f"editor.options.layer={layer} is out of range: the model has {count} decoder layers (0..{count - 1})"
         )
     name = f"{layers}.{layer}.{module}"
     try:
         model.get_submodule(name)
     except AttributeError as err:
         raise ConfigError(
-            f"editor option module={module!r}: decoder layer {layer} has no such module ({err})"
+            f"editor.options.module={module!r}: decoder layer {layer} has no such module ({err})"
         ) from err
     return name
 

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
 
-from core.editing import APIUpdate
+from core.editing import APIUpdate, EditorOptions
+from core.errors import ConfigError
 from train.editors.common import encode_update, layer_module_name, model_device, target_nll, trainable_only
 
 
@@ -94,32 +96,39 @@ class GraceAdaptor(nn.Module):
         return torch.where(replace[..., None], values[:, None, :], out)
 
 
+@dataclass
+class GRACEOptions(EditorOptions):
+    """The API-update study's settings (App. D: an adapter at layer 27, key radius 1, value vectors
+    optimised for 30 iterations at learning rate 1), on EasyEdit's GRACE for 7B Llama models
+    (hparams/GRACE/llama-7b.yaml: mlp.down_proj, euclidean distance, Adam; its n_iter is 100)."""
+
+    layer: int = 27
+    module: str = "mlp.down_proj"
+    epsilon: float = 1.0  # a new entry's key radius
+    n_iter: int = 30
+    lr: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.epsilon <= 0 or self.n_iter < 1:
+            raise ConfigError(
+                f"GRACE needs epsilon > 0 and n_iter >= 1 (got epsilon={self.epsilon}, n_iter={self.n_iter})"
+            )
+
+
 class GRACEEditor:
     """GRACE around `module` of decoder layer `layer`: each edit example's prompt gets a codebook
     entry (or reuses/expands its own update's nearest one, or splits radii with another
-    update's), then the values in play are trained on the targets, nothing else.
-
-    Defaults are the API-update study's (App. D: an adapter at layer 27, key radius 1, value
-    vectors optimised for 30 iterations at learning rate 1), on EasyEdit's GRACE for 7B Llama
-    models (hparams/GRACE/llama-7b.yaml: mlp.down_proj, euclidean distance, Adam; its n_iter is 100).
-    """
+    update's), then the values in play are trained on the targets, nothing else."""
 
     name = "grace"
+    options: type[GRACEOptions] = GRACEOptions
 
-    def __init__(
-        self,
-        model: nn.Module,
-        tokenizer: Any,
-        layer: int = 27,
-        module: str = "mlp.down_proj",
-        epsilon: float = 1.0,
-        n_iter: int = 30,
-        lr: float = 1.0,
-    ) -> None:
+    def __init__(self, model: nn.Module, tokenizer: Any, options: GRACEOptions | None = None) -> None:
+        o = options or self.options()
         self.model = model
         self.tokenizer = tokenizer
-        self.epsilon, self.n_iter, self.lr = epsilon, n_iter, lr
-        self.target = layer_module_name(model, layer, module)
+        self.epsilon, self.n_iter, self.lr = o.epsilon, o.n_iter, o.lr
+        self.target = layer_module_name(model, o.layer, o.module)
         self.original = model.get_submodule(self.target)
         self.adaptor: GraceAdaptor | None = None
 

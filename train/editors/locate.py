@@ -18,14 +18,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.editing import APIUpdate, EditExample
+from core.editing import APIUpdate, EditExample, EditorOptions
 from core.errors import ConfigError
 from train.editors.common import (
     IGNORE_INDEX,
@@ -333,6 +333,47 @@ def _added(
         yield
 
 
+# ------------------------------------------------------------------------------------ options
+@dataclass
+class LocateOptions(EditorOptions):
+    """What ROME and the MEMIT family share: the edited module, the value optimisation (EasyEdit's
+    llama-7b settings), the model's own prefixes, the corpus of the second moments and a seed."""
+
+    module: str = "mlp.down_proj"
+    v_steps: int = 25
+    v_lr: float = 0.5
+    v_weight_decay: float = 1e-3
+    clamp_norm_factor: float = 4.0
+    kl_factor: float = 0.0625
+    # (tokens, count): the model's own prefixes the keys are averaged over
+    prefixes: list[list[int]] = field(default_factory=lambda: [list(p) for p in DEFAULT_PREFIXES])
+    corpus: str = "stdlib"
+    stats_samples: int = 100_000
+    stats_chunk_tokens: int = 1024
+    stats_dir: str | None = None  # None: $EDITFORGE_CACHE or ~/.cache/editforge, /second_moments
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.v_steps < 1:
+            raise ConfigError(f"editor.options.v_steps={self.v_steps} must be at least 1")
+        if self.stats_samples < 1 or self.stats_chunk_tokens < 2:
+            raise ConfigError("editor.options.stats_samples >= 1 and stats_chunk_tokens >= 2 are needed")
+        if any(len(p) != 2 or min(p) < 1 for p in self.prefixes):
+            raise ConfigError(
+                f"editor.options.prefixes={self.prefixes}: give [tokens, count] pairs of positive numbers"
+            )
+
+    def values(self) -> ValueOptions:
+        return ValueOptions(
+            self.v_steps, self.v_lr, self.v_weight_decay, self.clamp_norm_factor, self.kl_factor
+        )
+
+    def moments(self) -> MomentOptions:
+        return MomentOptions(
+            self.corpus, self.stats_samples, self.stats_chunk_tokens, stats_dir=self.stats_dir
+        )
+
+
 # -------------------------------------------------------------------------------- weight sets
 class EditedWeights:
     """The down-projections of `layers`, with an exact copy of each as built (for `reset`)."""
@@ -374,19 +415,16 @@ class LocateThenEdit:
         model: nn.Module,
         tokenizer: Any,
         layers: Sequence[int],
-        module: str,
-        values: ValueOptions,
-        prefixes: Sequence[Sequence[int]],
-        moments: MomentOptions | None,
-        seed: int,
+        options: LocateOptions,
+        second_moments: bool = True,
     ) -> None:
         self.model, self.tokenizer = model, tokenizer
         self.layers = check_layers(layers, model)
-        self.weights = EditedWeights(model, self.layers, module)
-        self.values = values
-        self.prefix_lengths = [tuple(p) for p in prefixes]
-        self.moments = SecondMoments(model, tokenizer, moments) if moments is not None else None
-        self.seed = seed
+        self.weights = EditedWeights(model, self.layers, options.module)
+        self.values = options.values()
+        self.prefix_lengths = [tuple(p) for p in options.prefixes]
+        self.moments = SecondMoments(model, tokenizer, options.moments()) if second_moments else None
+        self.seed = options.seed
         self.prefixes: list[list[str]] | None = None
         self.moment: dict[int, torch.Tensor] = {}  # layer -> E[kkᵀ]
 
@@ -417,6 +455,6 @@ def check_layers(layers: Sequence[int], model: nn.Module) -> list[int]:
     bad = [layer for layer in layers if not 0 <= layer < count]
     if bad:
         raise ConfigError(
-            f"editor option layers={list(layers)}: the model has {count} decoder layers (0..{count - 1})"
+            f"editor.options.layers={list(layers)}: the model has {count} decoder layers (0..{count - 1})"
         )
     return list(layers)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from core.editing import APIUpdate, EditExample
+from core.editing import APIUpdate, EditExample, EditorOptions
 from core.errors import ConfigError
 from train.editors.common import (
     IGNORE_INDEX,
@@ -57,48 +58,57 @@ DEFAULT_LAST_LAYERS = 5
 NORM_ON = ("grad", "param")
 
 
+@dataclass
+class MALMENOptions(EditorOptions):
+    """App. D's settings (the last 5 layers' down-projections, hidden rank 1920, 2 blocks, lr 1e-5,
+    4 edits per batch, 1000 steps), the rest as the reference code; `checkpoint`: a folder `fit`
+    wrote (None: fit first)."""
+
+    layers: list[int] | None = None  # None: the last 5 decoder layers
+    module: str = "mlp.down_proj"
+    rank: int = 1920
+    n_blocks: int = 2
+    lr: float = 1e-5
+    edit_lr: float = 1e-6
+    batch_size: int = 4
+    steps: int = 1000
+    loc_coef: float = 1.0
+    max_norm: float = 1.0
+    norm_on: str = "grad"  # grad | param (see the module docstring)
+    seed: int = 0
+    checkpoint: str | None = None
+
+    def __post_init__(self) -> None:
+        if min(self.steps, self.batch_size, self.rank, self.n_blocks) < 1 or self.max_norm <= 0:
+            raise ConfigError(
+                f"MALMEN needs steps, batch_size, rank, n_blocks >= 1 and max_norm > 0 (got steps={self.steps}, "
+                f"batch_size={self.batch_size}, rank={self.rank}, n_blocks={self.n_blocks}, "
+                f"max_norm={self.max_norm})"
+            )
+        if self.norm_on not in NORM_ON:
+            raise ConfigError(f"editor.options.norm_on={self.norm_on!r}: use one of {NORM_ON}")
+
+
 class MALMENEditor:
     """Shifts `module` of decoder layers `layers` (default: the last 5) by what the fitted
     hyper-network predicts from an update's examples; shifts accumulate on the current weights."""
 
     name = "malmen"
+    options = MALMENOptions
 
-    def __init__(
-        self,
-        model: nn.Module,
-        tokenizer: Any,
-        layers: list[int] | None = None,
-        module: str = "mlp.down_proj",
-        rank: int = 1920,
-        n_blocks: int = 2,
-        lr: float = 1e-5,
-        edit_lr: float = 1e-6,
-        batch_size: int = 4,
-        steps: int = 1000,
-        loc_coef: float = 1.0,
-        max_norm: float = 1.0,
-        norm_on: str = "grad",
-        seed: int = 0,
-        checkpoint: str | None = None,
-    ) -> None:
-        if steps < 1 or batch_size < 1 or rank < 1 or n_blocks < 1 or max_norm <= 0:
-            raise ConfigError(
-                f"MALMEN needs steps, batch_size, rank, n_blocks >= 1 and max_norm > 0 (got steps={steps}, "
-                f"batch_size={batch_size}, rank={rank}, n_blocks={n_blocks}, max_norm={max_norm})"
-            )
-        if norm_on not in NORM_ON:
-            raise ConfigError(f"MALMEN option norm_on={norm_on!r}: use one of {NORM_ON}")
+    def __init__(self, model: nn.Module, tokenizer: Any, options: MALMENOptions | None = None) -> None:
+        o = options or MALMENOptions()
         self.model, self.tokenizer = model, tokenizer
-        self.lr, self.batch_size, self.steps, self.loc_coef = lr, batch_size, steps, loc_coef
-        self.max_norm, self.norm_on, self.seed = max_norm, norm_on, seed
-        self.module_names = [layer_module_name(model, layer, module) for layer in self._layers(layers)]
+        self.lr, self.batch_size, self.steps, self.loc_coef = o.lr, o.batch_size, o.steps, o.loc_coef
+        self.max_norm, self.norm_on, self.seed = o.max_norm, o.norm_on, o.seed
+        self.module_names = [layer_module_name(model, layer, o.module) for layer in self._layers(o.layers)]
         self.weights: list[nn.Parameter] = [model.get_submodule(n).weight for n in self.module_names]
         self.original = [w.detach().clone() for w in self.weights]
-        self.config = {"modules": self.module_names, "rank": rank, "n_blocks": n_blocks}
-        self.nets, self.slots = self._build_nets(rank, n_blocks, edit_lr)
+        self.config = {"modules": self.module_names, "rank": o.rank, "n_blocks": o.n_blocks}
+        self.nets, self.slots = self._build_nets(o.rank, o.n_blocks, o.edit_lr)
         self.fitted = False
-        if checkpoint is not None:
-            self.load(Path(checkpoint))
+        if o.checkpoint is not None:
+            self.load(Path(o.checkpoint))
 
     def _layers(self, layers: list[int] | None) -> list[int]:
         if layers is not None:
@@ -107,7 +117,7 @@ class MALMENEditor:
         if count < DEFAULT_LAST_LAYERS:
             raise ConfigError(
                 f"MALMEN edits the last {DEFAULT_LAST_LAYERS} decoder layers by default, but the model has "
-                f"{count}: give the editor option layers explicitly"
+                f"{count}: give editor.options.layers explicitly"
             )
         return list(range(count - DEFAULT_LAST_LAYERS, count))
 

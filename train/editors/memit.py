@@ -25,6 +25,7 @@ study's configuration source.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -32,17 +33,15 @@ from torch import nn
 
 from core.editing import APIUpdate
 from train.editors.locate import (
-    DEFAULT_PREFIXES,
     EditRequest,
+    LocateOptions,
     LocateThenEdit,
-    ValueOptions,
     layer_module,
     optimise_values,
     outputs_at_subject,
     requests_of,
     subject_keys,
 )
-from train.editors.moments import MomentOptions
 
 STUDY_LAYERS = (4, 5, 6, 7, 8)
 
@@ -56,37 +55,30 @@ def memit_update(
     return torch.linalg.solve(system, k.T @ r).T
 
 
+@dataclass
+class MultiLayerOptions(LocateOptions):
+    """What the three share beyond ROME's: the layers written, the study's 4-8 (App. D)."""
+
+    layers: list[int] = field(default_factory=lambda: list(STUDY_LAYERS))
+
+
+@dataclass
+class MEMITOptions(MultiLayerOptions):
+    """EasyEdit's llama-7b settings, λ = 15,000."""
+
+    mom2_update_weight: float = 15000.0
+
+
 class MEMITEditor(LocateThenEdit):
     """MEMIT on `module` of `layers`; see the module docstring for the update."""
 
     name = "memit"
+    options: type[MultiLayerOptions] = MEMITOptions
     spread_power = 1.0  # R / (layers left) ** power
 
-    def __init__(
-        self,
-        model: nn.Module,
-        tokenizer: Any,
-        layers: list[int] | None = None,
-        module: str = "mlp.down_proj",
-        v_steps: int = 25,
-        v_lr: float = 0.5,
-        v_weight_decay: float = 1e-3,
-        clamp_norm_factor: float = 4.0,
-        kl_factor: float = 0.0625,
-        mom2_update_weight: float = 15000.0,
-        prefixes: list[list[int]] | None = None,
-        corpus: str = "stdlib",
-        stats_samples: int = 100_000,
-        stats_chunk_tokens: int = 1024,
-        stats_dir: str | None = None,
-        seed: int = 0,
-    ) -> None:
-        values = ValueOptions(v_steps, v_lr, v_weight_decay, clamp_norm_factor, kl_factor)
-        moments = MomentOptions(corpus, stats_samples, stats_chunk_tokens, stats_dir=stats_dir)
-        layers = STUDY_LAYERS if layers is None else layers
-        prefix_lengths = DEFAULT_PREFIXES if prefixes is None else prefixes
-        super().__init__(model, tokenizer, layers, module, values, prefix_lengths, moments, seed)
-        self.mom2_update_weight = mom2_update_weight
+    def __init__(self, model: nn.Module, tokenizer: Any, options: MultiLayerOptions | None = None) -> None:
+        self.settings = options or self.options()
+        super().__init__(model, tokenizer, self.settings.layers, self.settings)
         self.edits = 0
 
     # -------------------------------------------------------------- what the variants change
@@ -95,7 +87,8 @@ class MEMITEditor(LocateThenEdit):
         return [layer_module(self.model, self.layers[-1])]
 
     def layer_update(self, layer: int, residual: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        return memit_update(residual, keys, self.moment[layer], self.mom2_update_weight)
+        weight = self.settings.mom2_update_weight  # MEMIT's and PMET's: AlphaEdit has its own update
+        return memit_update(residual, keys, self.moment[layer], weight)
 
     # --------------------------------------------------------------------------------- edit
     def edit(self, update: APIUpdate) -> dict[str, float]:
@@ -135,72 +128,49 @@ class MEMITEditor(LocateThenEdit):
         self.edits = 0
 
 
-class PMETEditor(MEMITEditor):
-    """PMET: the attention and MLP outputs of layer L optimised apart, the MLP target written.
+@dataclass
+class PMETOptions(MEMITOptions):
+    """EasyEdit's PMET llama-7b file: 20 value steps, weight decay 0.5, clamp factor 1."""
 
-    Defaults from EasyEdit's PMET llama-7b file: 20 value steps at lr 0.5, weight decay 0.5,
-    clamp factor 1, λ = 15,000, layers 4–8.
-    """
+    v_steps: int = 20
+    v_weight_decay: float = 0.5
+    clamp_norm_factor: float = 1.0
+
+
+class PMETEditor(MEMITEditor):
+    """PMET: the attention and MLP outputs of layer L optimised apart, the MLP target written."""
 
     name = "pmet"
+    options = PMETOptions
     spread_power = 0.5
-
-    def __init__(
-        self,
-        model: nn.Module,
-        tokenizer: Any,
-        layers: list[int] | None = None,
-        v_steps: int = 20,
-        v_weight_decay: float = 0.5,
-        clamp_norm_factor: float = 1.0,
-        **options: Any,
-    ) -> None:
-        super().__init__(
-            model,
-            tokenizer,
-            layers,
-            v_steps=v_steps,
-            v_weight_decay=v_weight_decay,
-            clamp_norm_factor=clamp_norm_factor,
-            **options,
-        )
 
     def target_sites(self) -> list[nn.Module]:
         last = self.layers[-1]
         return [self.weights.modules[last], layer_module(self.model, last, "self_attn.o_proj")]
 
 
-class AlphaEditEditor(MEMITEditor):
-    """AlphaEdit: MEMIT's residuals, the update confined to the preserved keys' null space.
+@dataclass
+class AlphaEditOptions(MultiLayerOptions):
+    """EasyEdit's AlphaEdit llama3-8b file: lr 0.1, weight decay 0.5, clamp factor 0.75, null-space
+    threshold 2e-2, L2 = 1."""
 
-    Defaults from EasyEdit's AlphaEdit llama3-8b file: 25 value steps at lr 0.1, weight decay
-    0.5, clamp factor 0.75, null-space threshold 2e-2, L2 = 1, layers 4–8.
-    """
+    v_lr: float = 0.1
+    v_weight_decay: float = 0.5
+    clamp_norm_factor: float = 0.75
+    nullspace_threshold: float = 2e-2
+    L2: float = 1.0  # noqa: N815 - the reference's name
+
+
+class AlphaEditEditor(MEMITEditor):
+    """AlphaEdit: MEMIT's residuals, the update confined to the preserved keys' null space."""
 
     name = "alphaedit"
+    options = AlphaEditOptions
 
-    def __init__(
-        self,
-        model: nn.Module,
-        tokenizer: Any,
-        layers: list[int] | None = None,
-        v_lr: float = 0.1,
-        v_weight_decay: float = 0.5,
-        clamp_norm_factor: float = 0.75,
-        nullspace_threshold: float = 2e-2,
-        L2: float = 1.0,  # noqa: N803 - the reference's name
-        **options: Any,
-    ) -> None:
-        super().__init__(
-            model,
-            tokenizer,
-            layers,
-            v_lr=v_lr,
-            v_weight_decay=v_weight_decay,
-            clamp_norm_factor=clamp_norm_factor,
-            **options,
-        )
-        self.threshold, self.l2 = nullspace_threshold, L2
+    def __init__(self, model: nn.Module, tokenizer: Any, options: AlphaEditOptions | None = None) -> None:
+        o = options or AlphaEditOptions()
+        super().__init__(model, tokenizer, o)
+        self.threshold, self.l2 = o.nullspace_threshold, o.L2
         self.projection: dict[int, torch.Tensor] = {}
         self.written: dict[int, torch.Tensor] = {}  # Σ K Kᵀ of earlier edits, per layer
 

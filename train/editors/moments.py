@@ -59,7 +59,7 @@ class Corpus:
             return
         if not Path(self.spec).expanduser().is_dir():
             raise ConfigError(
-                f"editor option corpus={self.spec!r}: not a folder; give a local text folder, "
+                f"editor.options.corpus={self.spec!r}: not a folder; give a local text folder, "
                 "a data-pipeline output folder, 'stdlib' or hub:NAME"
             )
 
@@ -191,8 +191,6 @@ class SecondMoments:
     computed rather than read from the cache."""
 
     def __init__(self, model: nn.Module, tokenizer: Any, options: MomentOptions) -> None:
-        if options.samples < 1 or options.chunk_tokens < 2:
-            raise ConfigError("editor options stats_samples >= 1 and stats_chunk_tokens >= 2 are needed")
         Corpus(options.corpus).check()
         self.model, self.tokenizer, self.options = model, tokenizer, options
         self.dir = Path(options.stats_dir).expanduser() if options.stats_dir else default_stats_dir()
@@ -271,7 +269,7 @@ class SecondMoments:
                 handle.remove()
         if count == 0:
             raise ConfigError(
-                f"editor option corpus={o.corpus!r} gave no text to estimate the second moment on"
+                f"editor.options.corpus={o.corpus!r} gave no text to estimate the second moment on"
             )
         return {name: (total / count).cpu() for name, total in sums.items()}
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.editing import APIUpdate
+from core.editing import APIUpdate, EditorOptions
 
 HEADER = "API updates:"
 
@@ -17,8 +17,9 @@ class PromptEditor:
     """Records update notices; `notice()` is all of them in edit order, under a header line."""
 
     name = "prompt"
+    options = EditorOptions  # none: no weights change
 
-    def __init__(self, model: Any, tokenizer: Any) -> None:
+    def __init__(self, model: Any, tokenizer: Any, options: EditorOptions | None = None) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.notices: list[str] = []

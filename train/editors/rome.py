@@ -22,16 +22,14 @@ from torch import nn
 
 from core.editing import APIUpdate
 from train.editors.locate import (
-    DEFAULT_PREFIXES,
+    LocateOptions,
     LocateThenEdit,
-    ValueOptions,
     layer_module,
     optimise_values,
     outputs_at_subject,
     requests_of,
     subject_keys,
 )
-from train.editors.moments import MomentOptions
 
 
 @dataclass(frozen=True)
@@ -56,46 +54,28 @@ def rank_one_update(
     return torch.outer(right, left)
 
 
-class ROMEEditor(LocateThenEdit):
-    """ROME on `module` (the down-projection) of decoder layer `layer`.
+@dataclass
+class ROMEOptions(LocateOptions):
+    """The study's layer 5 and EasyEdit's llama-7b settings (25 value steps at lr 0.5, weight
+    decay 1e-3, clamp factor 4, KL factor 0.0625, prefixes of 5 and 10 tokens, 10 each) with the
+    second-moment adjustment on (`mom2_adjustment`, ROME's own default; EasyEdit's llama file
+    turns it off to save the statistics pass): 100,000 chunks of the `corpus`."""
 
-    Defaults: the study's layer 5 and EasyEdit's llama-7b settings (25 value steps at lr 0.5,
-    weight decay 1e-3, clamp factor 4, KL factor 0.0625, prefixes of 5 and 10 tokens, 10 each)
-    with the second-moment adjustment on (`mom2_adjustment`, ROME's own default; EasyEdit's
-    llama file turns it off to save the statistics pass): 100,000 chunks of the `corpus`.
-    """
+    layer: int = 5
+    mom2_adjustment: bool = True
+
+
+class ROMEEditor(LocateThenEdit):
+    """ROME on `module` (the down-projection) of decoder layer `layer`."""
 
     name = "rome"
+    options = ROMEOptions
 
-    def __init__(
-        self,
-        model: nn.Module,
-        tokenizer: Any,
-        layer: int = 5,
-        module: str = "mlp.down_proj",
-        v_steps: int = 25,
-        v_lr: float = 0.5,
-        v_weight_decay: float = 1e-3,
-        clamp_norm_factor: float = 4.0,
-        kl_factor: float = 0.0625,
-        prefixes: list[list[int]] | None = None,
-        mom2_adjustment: bool = True,
-        corpus: str = "stdlib",
-        stats_samples: int = 100_000,
-        stats_chunk_tokens: int = 1024,
-        stats_dir: str | None = None,
-        seed: int = 0,
-    ) -> None:
-        moments = (
-            MomentOptions(corpus, stats_samples, stats_chunk_tokens, stats_dir=stats_dir)
-            if mom2_adjustment
-            else None
-        )
-        values = ValueOptions(v_steps, v_lr, v_weight_decay, clamp_norm_factor, kl_factor)
-        prefix_lengths = DEFAULT_PREFIXES if prefixes is None else prefixes
-        super().__init__(model, tokenizer, [layer], module, values, prefix_lengths, moments, seed)
-        self.layer = layer
-        self.site = layer_module(model, layer, "mlp")
+    def __init__(self, model: nn.Module, tokenizer: Any, options: ROMEOptions | None = None) -> None:
+        o = options or ROMEOptions()
+        super().__init__(model, tokenizer, [o.layer], o, second_moments=o.mom2_adjustment)
+        self.layer = o.layer
+        self.site = layer_module(model, o.layer, "mlp")
         self.history: list[RankOne] = []
 
     def edit(self, update: APIUpdate) -> dict[str, float]:
