@@ -1,6 +1,6 @@
 """Finished runs into a paper's table layout, each cell traceable to the run it came from.
 
-    python -m eval.tables apiupdate runs/apiupdate/*/        # Tables 4-7 and 9-14
+    python -m eval.tables apiupdate runs/apiupdate/*/        # Tables 4-7, 9-14, then every split
     python -m eval.tables novelapi runs/novelapi/*/          # the cell table, cross-model pass@1, failure stacks
     python -m eval.tables audit audits/canitedit audits/editbench   # Table 1, the RQ2/RQ3 figures
     python -m eval.tables compare runs/eval-a runs/eval-b --out t/compare.md   # runs side by side (+ .png)

@@ -74,7 +74,7 @@ STOPS = {
     "python -m eval.apiupdate_edit editor=rome regime=single model.path=runs/editcoder-6.7b/final": (
         "model.path='runs/editcoder-6.7b/final'"
     ),
-    "python -m eval.apiupdate_report runs/apiupdate/*/ --out report.md": "runs/apiupdate/*",
+    "python -m eval.tables apiupdate runs/apiupdate/*/ --out report.md": "runs/apiupdate/*",
     "torchrun --nproc_per_node 8 train/sft.py recipe=novelapi-sft-lora data.path=data/novel/boltons/corpus/sft": (
         MODEL_6_7B
     ),

@@ -1,5 +1,6 @@
-"""Markdown for the API-update benchmark: the build's count table, an evaluation's report, and the
-editing study's report (per model x editor x regime: C/P/A/W@k per split, then the Shapley table).
+"""Markdown for the API-update benchmark: the build's count table, an evaluation's report, and an
+editing run's report.md (per model x editor x regime: C/P/A/W@k per split, then the Shapley table;
+several runs' figures come out of `python -m eval.tables apiupdate`, eval/apiupdate/tables.py).
 
 Rates are percentages in the report (results.json keeps fractions).
 """

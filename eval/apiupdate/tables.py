@@ -9,6 +9,10 @@
   have no such rows the table says why (the benchmark's build, or `max_apis`);
 - Tables 9-11 (single) and 12-14 (successive): one table per model, ΔP, φC, φQ and CF per editor.
 
+After them, what the paper's tables leave out: C/P/A/W@k on every split the runs scored (the
+reliability rows, A and W beside C and P, the successive regime's smaller sets), the Shapley split
+on the splits Tables 9-14 do not show, and, given several models, mean rows over the models.
+
 The study reports k = 5; the runs' own k (`shapley_k`, the largest k their n allows) is used and
 named in each heading. A "pre-edit" row holds each model's unedited figures. The last section maps
 every (model, editor, regime) to its run folder, so each cell traces to one run.
@@ -22,11 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
+from eval.apiupdate.report import STUDY_SPLITS
 from eval.tables import markdown, number, read_run
 
 MADE_BY = "python -m eval.apiupdate_edit"
-SPLITS = ("generalization", "specificity")
+SPLITS = ("generalization", "specificity")  # the splits of Tables 4, 7 and 9-14
 SHORT = {"generalization": "Gen.", "specificity": "Spec."}
+RATES = {"C": "compiles", "P": "pass", "A": "adoption", "W": "workaround"}
+SHAPLEY = ("dP", "phi_C", "phi_Q", "CF")
 
 
 class Runs:
@@ -138,8 +145,7 @@ def _split_table(runs: Runs, number_: int, split: str, columns: dict[str, str]) 
 
 
 def _table_5(runs: Runs) -> list[str]:
-    columns = {"C": "compiles", "P": "pass", "A": "adoption", "W": "workaround"}
-    return _split_table(runs, 5, "generalization_canonical", columns)
+    return _split_table(runs, 5, "generalization_canonical", RATES)
 
 
 def _table_6(runs: Runs) -> list[str]:
@@ -201,10 +207,91 @@ def _per_model(runs: Runs, regime: str, first: int) -> list[str]:
     return lines
 
 
+def _groups(runs: Runs) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """(editor, regime) -> its runs over the models, for the mean rows; none with a single model."""
+    if len(runs.models) < 2:
+        return {}
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for (_, editor, regime), (_, result) in runs.by_key.items():
+        groups.setdefault((editor, regime), []).append(result)
+    return groups
+
+
+def _figures(result: dict[str, Any], split: str, k: int) -> list[float | None]:
+    """C and P before the edit, then C/P/A/W after it, on `split`."""
+    before, after = result["before"].get(split) or {}, result["after"].get(split) or {}
+    return [before.get(f"compiles@{k}"), before.get(f"pass@{k}")] + [
+        after.get(f"{metric}@{k}") for metric in RATES.values()
+    ]
+
+
+def _column_means(rows: list[list[float | None]]) -> list[float | None]:
+    return [_mean([v for v in column if v is not None]) for column in zip(*rows, strict=True)]
+
+
+def _every_split(runs: Runs) -> list[str]:
+    """C/P/A/W@k on each split every run scored, then the means over models of each (editor, regime,
+    split). Tables 4, 6 and 7 show C and P of some of these rows; Table 5 shows the single edits'
+    canonical rows whole, so they are left out here."""
+    k = runs.k
+    rows = [
+        [*key, split, *map(number, _figures(result, split, k))]
+        for key, (_, result) in runs.by_key.items()
+        for split in STUDY_SPLITS
+        if split in result["after"] and (key[2], split) != ("single", "generalization_canonical")
+    ]
+    for (editor, regime), results in _groups(runs).items():
+        for split in STUDY_SPLITS:
+            figures = [_figures(r, split, k) for r in results if split in r["after"]]
+            if figures:
+                rows.append(["mean", editor, regime, split, *map(number, _column_means(figures))])
+    header = ["Model", "Editor", "Regime", "Split", f"C@{k} pre", f"P@{k} pre"]
+    header += [f"{label}@{k}" for label in RATES]
+    return [
+        f"## Every split, before and after the edits (k={k})",
+        "",
+        *markdown(header, rows),
+        "",
+        "pre: the unedited model in the unmodified environment (after per-model filtering). "
+        "generalization_canonical: the generalization rows whose passing pre-edit output calls the "
+        "target API (the canonically filtered set, Table 5). mean: over the models.",
+        "",
+    ]
+
+
+def _shapley_rest(runs: Runs) -> list[str]:
+    """The Shapley split of ΔP@k on the splits Tables 9-14 leave out, then its means over models
+    on every split (Tables 4 and 7 show only the mean ΔP and CF)."""
+    rows = [
+        [*key, split, *(number(result["shapley"][split][name]) for name in SHAPLEY)]
+        for key, (_, result) in runs.by_key.items()
+        for split in STUDY_SPLITS
+        if split not in SPLITS and split in result["shapley"]
+    ]
+    for (editor, regime), results in _groups(runs).items():
+        for split in STUDY_SPLITS:
+            values = [r["shapley"][split] for r in results if split in r["shapley"]]
+            if values:
+                means = [_mean([v[name] for v in values if v[name] is not None]) for name in SHAPLEY]
+                rows.append(["mean", editor, regime, split, *map(number, means)])
+    if not rows:
+        return []
+    return [
+        f"## Shapley split of ΔP@{runs.k}: the other splits, and the means over models",
+        "",
+        *markdown(["Model", "Editor", "Regime", "Split", "ΔP", "φC", "φQ", "CF"], rows),
+        "",
+        "ΔP = φC + φQ with Pass = Compiles × Q; C1 = 0 takes Q1 := Q0; CF is '–' when ΔP = 0 "
+        "(a mean CF is over the models where it is defined).",
+        "",
+    ]
+
+
 def tables(runs: Sequence[Path]) -> str:
-    """Markdown: the study's Tables 4-7 and 9-14 (those the runs have), then the runs behind them."""
+    """Markdown: the study's Tables 4-7 and 9-14 (those the runs have), what they leave out, then
+    the runs behind them."""
     found = Runs(runs)
-    lines = ["# API-update editing study: the paper's tables", ""]
+    lines = ["# API-update editing study", ""]
     if found.has("single"):
         lines += _c_p_table(found, "single", 4) + _table_5(found) + _table_6(found)
     if found.has("successive"):
@@ -219,6 +306,8 @@ def tables(runs: Sequence[Path]) -> str:
         "The study's Tables 9-11 and 12-14 are CodeLlama, CodeQwen and DeepSeek; here one per model, in "
         "the order given.",
         "",
+        *_every_split(found),
+        *_shapley_rest(found),
         "## Runs",
         "",
         *markdown(
@@ -227,9 +316,6 @@ def tables(runs: Sequence[Path]) -> str:
         ),
     ]
     return "\n".join(lines) + "\n"
-
-
-BARS = {"C": "compiles", "P": "pass", "A": "adoption", "W": "workaround"}
 
 
 def plot_results(
@@ -252,16 +338,16 @@ def plot_results(
         figsize=(1.2 * len(editors) * len(models) + 2, 3.5 * len(regimes)),
         squeeze=False,
     )
-    width = 0.8 / len(BARS)
+    width = 0.8 / len(RATES)
     for axes_row, regime in zip(axes, regimes, strict=True):
         for ax, model in zip(axes_row, models, strict=True):
             found = {x["editor"]: x for x in results if x["regime"] == regime and x["model"] == model}
-            for i, (label, metric) in enumerate(BARS.items()):
+            for i, (label, metric) in enumerate(RATES.items()):
                 values = [_value(found.get(e), split, metric, k) for e in editors]
                 ax.bar(np.arange(len(editors)) + i * width, values, width, label=f"{label}@{k}")
-            ax.set_xticks(np.arange(len(editors)) + width * (len(BARS) - 1) / 2, editors, rotation=30)
+            ax.set_xticks(np.arange(len(editors)) + width * (len(RATES) - 1) / 2, editors, rotation=30)
             ax.set(ylim=(0, 1), title=f"{model}, {regime} edits ({split})")
-            ax.legend(fontsize="small", ncols=len(BARS))
+            ax.legend(fontsize="small", ncols=len(RATES))
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)

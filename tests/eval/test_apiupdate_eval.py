@@ -296,13 +296,15 @@ def test_replay_gives_exact_rates_and_taxonomy(built, tmp_path):
     assert "| generalization | S4 (change return type) |" in report and "return_type_mismatch" in report
 
 
-def test_the_study_report_means_per_model_values(tmp_path):
-    from eval.apiupdate_report import main
+def test_the_study_tables_show_every_split_and_mean_per_model_values(tmp_path, capsys):
+    """After the paper's tables, `eval.tables apiupdate` has each run's rates on every split, the
+    Shapley split beyond Tables 9-14 and the means over models; runs scored at different k stop it."""
+    from eval.tables import main
 
-    def result(model, c1, p1):
-        rates = {"compiles@5": c1, "pass@5": p1, "adoption@5": p1, "workaround@5": 0.0}
+    def result(model, c1, p1, k=5):
+        rates = {f"compiles@{k}": c1, f"pass@{k}": p1, f"adoption@{k}": p1, f"workaround@{k}": 0.0}
         after = {"generalization": rates, "generalization_canonical": rates}
-        before = {"generalization": {"compiles@5": 1.0, "pass@5": 1.0}}
+        before = {"generalization": {f"compiles@{k}": 1.0, f"pass@{k}": 1.0}}
         shapley = {
             "generalization": dict(
                 zip(("phi_C", "phi_Q", "CF"), shapley_split(1.0, 1.0, c1, p1), strict=True),
@@ -320,31 +322,36 @@ def test_the_study_report_means_per_model_values(tmp_path):
             "before": before,
             "after": after,
             "shapley": shapley,
-            "shapley_k": 5,
+            "shapley_k": k,
         }
 
     for name, c1, p1 in (("a", 0.76, 0.26), ("b", 0.0, 0.0)):
         (tmp_path / name).mkdir()
         (tmp_path / name / "results.json").write_text(json.dumps(result(name, c1, p1)))
-    assert main([str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "report.md")]) == 0
-    report = (tmp_path / "report.md").read_text()
+    out = tmp_path / "tables.md"
+    assert main(["apiupdate", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(out)]) == 0
+    report = out.read_text()
+    # the per-model Shapley figures (Tables 12 and 13), then their means over the models
+    assert "| ft-l | -0.74 | -0.16 | -0.58 | 21.76 | – | – | – | – |" in report
+    assert "| ft-l | -1.00 | -1.00 | 0.00 | 100.00 | – | – | – | – |" in report
+    assert "| mean | ft-l | successive | generalization | -0.87 | -0.58 | -0.29 | 60.88 |" in report
+    # C0, P0, C1, P1 and their means: the rates before and after, every split
+    assert "| a | ft-l | successive | generalization | 1.00 | 1.00 | 0.76 | 0.26 | 0.26 | 0.00 |" in report
+    assert "| b | ft-l | successive | generalization | 1.00 | 1.00 | 0.00 | 0.00 | 0.00 | 0.00 |" in report
+    assert "| mean | ft-l | successive | generalization | 1.00 | 1.00 | 0.38 | 0.13 | 0.13 | 0.00 |" in report
     assert (
-        "| a | ft-l | successive | generalization | 1.000 | 1.000 | 0.760 | 0.260 | -0.740 | -0.161 | -0.579 | 21.8 |"
-        in report
-    )
-    assert (
-        "| b | ft-l | successive | generalization | 1.000 | 1.000 | 0.000 | 0.000 | -1.000 | -1.000 | 0.000 | 100.0 |"
-        in report
-    )
-    assert (
-        "| mean | ft-l | successive | generalization | 1.000 | 1.000 | 0.380 | 0.130 | -0.870 | -0.581 | -0.289 | 60.9 |"
-        in report
-    )
-    assert (
-        "| a | ft-l | successive | generalization_canonical | NA | NA | 76.0 | 26.0 | 26.0 | 0.0 |" in report
+        "| a | ft-l | successive | generalization_canonical | – | – | 0.76 | 0.26 | 0.26 | 0.00 |" in report
     )
     assert "canonically filtered set, Table 5" in report
-    assert main([str(tmp_path / "missing")]) == 2
+    assert report.index("## Table 7:") < report.index("## Every split") < report.index("## Runs")
+    assert main(["apiupdate", str(tmp_path / "missing")]) == 2
+    (tmp_path / "k3").mkdir()
+    (tmp_path / "k3" / "results.json").write_text(json.dumps(result("c", 0.5, 0.5, k=3)))
+    capsys.readouterr()
+    assert main(["apiupdate", str(tmp_path / "a"), str(tmp_path / "k3")]) == 2
+    assert capsys.readouterr().err == (
+        "error: the runs were scored at different k [3, 5]; use the same gen.n and ks\n"
+    )
 
 
 @pytest.mark.parametrize(
