@@ -227,10 +227,14 @@ class DatasetSpec:
     weight: float = 1.0  # row multiplier: 0.5 takes half the rows, 2.0 repeats them twice
     columns: dict[str, str] = field(default_factory=dict)  # source column -> contract column
     synthetic: int | None = None  # generate this many synthetic edits instead of loading
+    # which toy family (train/synthetic_edits.py): edits, or tasks (the tiny RL recipe's, with tests)
+    synthetic_family: str = "edits"
 
     def validate(self) -> None:
         if (self.path is None) == (self.synthetic is None):
             raise ConfigError("data.datasets[]: set exactly one of `path` and `synthetic`")
+        if self.synthetic_family not in ("edits", "tasks"):
+            raise ConfigError(f"data.datasets[].synthetic_family={self.synthetic_family!r}: edits or tasks")
         if self.weight <= 0:
             raise ConfigError(f"data.datasets[].weight must be > 0, got {self.weight} for {self.path}")
         if self.path is not None:

@@ -23,7 +23,7 @@ from core.errors import UserError
 from core.hub import is_hub, load_hub_dataset
 from core.schema import REQUIRED_COLUMNS, build_output
 from train.config import DataConfig, DatasetSpec
-from train.synthetic_edits import synthetic_edits
+from train.synthetic_edits import synthetic_edits, task_edits
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,8 @@ def _load_files(path: Path, builder: str, files: list[str]) -> Dataset:
 
 def load_one(spec: DatasetSpec, seed: int) -> Dataset:
     """Load one dataset of the mix, with its columns mapped onto the contract."""
+    if spec.synthetic is not None and spec.synthetic_family == "tasks":
+        return Dataset.from_list(task_edits(spec.synthetic, seed=seed))
     if spec.synthetic is not None:
         return Dataset.from_list(synthetic_edits(spec.synthetic, seed=seed))
     assert spec.path is not None

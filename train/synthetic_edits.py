@@ -112,3 +112,91 @@ def synthetic_edits(n: int, seed: int = 0) -> list[dict]:
             }
         )
     return rows
+
+
+_INPUTS = {"values": [3, 1, 4, 1, 5], "text": "level up", "n": 5}
+_EMPTY = {"values": [], "text": "", "n": 0}
+
+
+def _call(source: str, name: str, *args: object, **kwargs: object) -> tuple[bool, object]:
+    """(whether it returned, what it returned or raised) for our own generated function."""
+    namespace: dict[str, object] = {}
+    exec(compile(source, "<synthetic>", "exec"), namespace)  # noqa: S102 - code this module wrote
+    try:
+        return True, namespace[name](*args, **kwargs)  # type: ignore[operator]
+    except Exception as err:  # noqa: BLE001 - the before program may fail on the new input
+        return False, type(err).__name__
+
+
+def _task(rng: random.Random) -> tuple[str, str, str, str] | None:
+    """(before, after, instruction, tests) of a toy edit whose tests the unedited code fails."""
+    name, arg, body, ret = rng.choice(_FUNCTIONS)
+    before = _function(name, arg, body)
+    sample = _INPUTS[arg]
+    kind = rng.choice(("rename_function", "rename_parameter", "guard", "batch"))
+    if kind == "rename_function":
+        new = f"compute_{name}"
+        after = _function(new, arg, body)
+        call, instruction = f"{new}({sample!r})", f"Rename the function {name} to {new}."
+        expected = _call(after, new, sample)[1]
+    elif kind == "rename_parameter":
+        new_arg = _NEW_NAMES[arg]
+        after = rename_identifier(before, arg, new_arg)
+        call, instruction = f"{name}({new_arg}={sample!r})", f"Rename the parameter {arg} to {new_arg}."
+        expected = _call(after, name, **{new_arg: sample})[1]
+    elif kind == "guard":
+        empty = (
+            "0" if ret in ("int", "float") else ("''" if ret == "str" else "[]" if ret == "list" else "True")
+        )
+        after = _function(name, arg, f"if not {arg}:\n        return {empty}\n    " + body)
+        call, instruction = f"{name}({_EMPTY[arg]!r})", f"Return {empty} when {arg} is empty."
+        expected = _call(after, name, _EMPTY[arg])[1]
+        if _call(before, name, _EMPTY[arg]) == (True, expected):
+            return None  # the unedited function already does it: no test could tell them apart
+    else:
+        after = before + f"\n\ndef {name}_all(batches):\n    return [{name}(b) for b in batches]\n"
+        call = f"{name}_all([{sample!r}, {sample!r}])"
+        instruction = f"Add a function {name}_all that applies {name} to every batch."
+        expected = [_call(before, name, sample)[1]] * 2
+    return before, after, instruction, f"assert {call} == {expected!r}\n"
+
+
+def synthetic_tasks(n: int, seed: int = 0) -> list[dict]:
+    """`n` RL tasks in CanItEdit's schema (`id, name, before, after, instruction_descriptive,
+    instruction_lazy, tests`): toy edits whose tests the reference passes and `before` fails."""
+    rng = random.Random(seed)
+    rows: list[dict] = []
+    while len(rows) < n:
+        made = _task(rng)
+        if made is None:
+            continue
+        before, after, instruction, tests = made
+        i = len(rows)
+        rows.append(
+            {
+                "id": f"synthetic-{i}",
+                "name": f"synthetic_{i}",
+                "before": before,
+                "after": after,
+                "instruction_descriptive": instruction,
+                "instruction_lazy": instruction,
+                "tests": tests,
+            }
+        )
+    return rows
+
+
+def task_edits(n: int, seed: int = 0) -> list[dict]:
+    """`synthetic_tasks` as SFT's edit examples (`id, before, after, instruction, lang, source`):
+    the warm-up of the tiny RL recipe, on the family it is then rewarded on."""
+    return [
+        {
+            "id": f"synthetic-task-{i}",
+            "before": row["before"],
+            "after": row["after"],
+            "instruction": row["instruction_descriptive"],
+            "lang": "python",
+            "source": "synthetic-tasks",
+        }
+        for i, row in enumerate(synthetic_tasks(n, seed))
+    ]
