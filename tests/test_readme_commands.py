@@ -40,6 +40,7 @@ RUNS = [
     "python -m eval.build_apiupdate source=humaneval out=data/apiupdate",
     "python -m eval.audit benchmark=fixtures 'model_results=[runs/tiny-fixtures]' out=audits/fixtures",
     BOLTONS,  # from the package registry (PyPI), which CI reaches too
+    "python train/sft.py recipe=tiny-warmup && python train/rl.py recipe=tiny-grpo",
 ]
 
 # Started word for word, interrupted after a while (Ctrl-C): one line, exit 130, and what finished is kept.
@@ -51,6 +52,8 @@ MODEL_6_7B = "recipe.model.path='deepseek-ai/deepseek-coder-6.7b-base'"
 STOPS = {
     "torchrun --nproc_per_node 8 train/sft.py recipe=editcoder-6.7b": MODEL_6_7B,
     "python train/sft.py recipe=editcoder-6.7b-lora": MODEL_6_7B,
+    "torchrun --nproc_per_node 8 train/rl.py recipe=editcoder-1.3b-grpo 'tasks.sources=[{name: canitedit, "
+    "path: data/rl/tasks.jsonl}]' reward.tests=0.2 probe.path=probes.jsonl": "needs vLLM",
     "python train/sft.py recipe=editcoder-33b-qlora": "recipe.model.path='deepseek-ai/deepseek-coder-33b-base'",
     "python train/sft.py recipe=editcoder-6.7b-lora run.push_to_hub=true run.hub_model_id=ORG/NAME "
     "run.report_to=[wandb,tensorboard]": "run.push_to_hub=true",
@@ -210,6 +213,13 @@ CHECKS = {
     RUNS[7]: lambda clone, ran: _json(clone, "data/apiupdate/manifest.json") or pytest.fail(),
     RUNS[8]: lambda clone, ran: _json(clone, "audits/fixtures/audit.json") or pytest.fail(),
     BOLTONS: _check_boltons,
+    RUNS[10]: lambda clone, ran: (
+        (
+            (clone[0] / "runs/tiny-grpo/final/model.safetensors").is_file()
+            and _json(clone, "runs/tiny-grpo/tasks_manifest.json")["kept"] > 0
+        )
+        or pytest.fail("no RL model or task manifest")
+    ),
 }
 
 

@@ -41,7 +41,14 @@ _HYPERPARAMETERS = (
     "attn_implementation",
     "gradient_checkpointing",
     "optim",
+    # RL recipes (train/rl.py)
+    "algorithm",
+    "num_generations",
+    "temperature",
+    "beta",
+    "max_completion_length",
 )
+_CURVE_ROWS = 12  # logged steps the reward curve shows (evenly spaced, the last included)
 _EVAL_METRICS = ("pass@1", "pass@10", EXCESS_CODE, EXCESS_CODE_REPO, "problems", "samples")
 
 
@@ -64,7 +71,7 @@ def write_model_card(final: Path | str, results: Path | str | None = None) -> Pa
 def render_model_card(final: Path, evals: dict[str, Any] | None = None) -> str:
     config = yaml.safe_load((final / CONFIG_FILE).read_text())
     run_dir = final.parent
-    recipe, data = config["recipe"], config["data"]
+    recipe, data = config["recipe"], config.get("data")  # an RL run has tasks and rewards instead
     base = recipe["model"].get("path")
     # An adapter folder (LoRA without merge) loads through peft; the hub labels it from this line.
     library = "peft" if (final / "adapter_config.json").is_file() else "transformers"
@@ -108,7 +115,10 @@ def render_model_card(final: Path, evals: dict[str, Any] | None = None) -> str:
         lines.append(f"| max_steps | {run['max_steps']} |")
     lines.append(f"| seed | {run.get('seed')} |")
     lines += _training_log(run_dir)
-    lines += ["", "## Data", ""] + _data(data, run_dir)
+    if data is not None:
+        lines += ["", "## Data", ""] + _data(data, run_dir)
+    else:
+        lines += _rl_sections(config, run_dir)
     lines += ["", "## Evaluation", ""] + _evaluation(evals or {}, final)
     return "\n".join(lines) + "\n"
 
@@ -138,6 +148,40 @@ def _training_log(run_dir: Path) -> list[str]:
     evals = [h for h in history if "eval_loss" in h]
     if evals:
         lines.append(f"| final validation loss | {evals[-1]['eval_loss']:.4f} |")
+    return lines
+
+
+def _rl_sections(config: dict[str, Any], run_dir: Path) -> list[str]:
+    """An RL run's rewards, its tasks (the manifest's counts) and its reward curve."""
+    weights = ", ".join(f"{k}={v}" for k, v in config.get("reward", {}).items())
+    lines = [
+        "",
+        "## Rewards",
+        "",
+        f"Sandbox verdicts of each edit's tests (`train/rl_rewards.py`): {weights}.",
+    ]
+    manifest = _read_json(run_dir / "tasks_manifest.json")
+    if manifest:
+        dropped = ", ".join(f"{n} {reason}" for reason, n in manifest["dropped"].items()) or "none"
+        lines += [
+            "",
+            "## Tasks",
+            "",
+            f"{manifest['kept']} of {manifest['candidates']} tasks (dropped: {dropped}).",
+        ]
+        lines += [
+            f"- {label}: {n['problems']} problems, {n['tasks']} tasks"
+            for label, n in manifest["sources"].items()
+        ]
+    history = [h for h in (_read_json(run_dir / METRICS_FILE) or {}).get("log_history", []) if "reward" in h]
+    if history:
+        every = max(1, -(-len(history) // _CURVE_ROWS))
+        shown = history[::every] + ([history[-1]] if (len(history) - 1) % every else [])
+        lines += ["", "## Reward curve", "", "| step | reward | pass |", "| --- | --- | --- |"]
+        lines += [
+            f"| {h['step']} | {h['reward']:.3f} | {h.get('rewards/pass/mean', float('nan')):.3f} |"
+            for h in shown
+        ]
     return lines
 
 

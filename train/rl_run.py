@@ -1,0 +1,289 @@
+"""One RL run: tasks, the policy, trl's trainer with the sandbox's rewards, train, save.
+
+The trainer is trl's (`GRPOTrainer`, or `RLOOTrainer` for `recipe.algorithm=rloo`), never a loop of
+our own; what is ours is the reward path (`train/rl_rewards.py`: one batch of verdicts per step
+from the tasks' benchmark kinds) and the tasks (`train/rl_tasks.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from accelerate import PartialState
+from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback, set_seed
+from transformers.trainer_utils import get_last_checkpoint
+
+from core.errors import ConfigError
+from core.formats import ChatFormat, get_format
+from core.layout import FINAL_DIR, METRICS_FILE, write_trained_config
+from core.sandbox import Sandbox
+from train.attention import resolve_attn_implementation
+from train.config import deepspeed_config_path
+from train.hub_push import push_folder
+from train.levers import cuda_available
+from train.model_card import write_model_card
+from train.modeling import torch_dtype
+from train.rl_config import RLAppConfig
+from train.rl_probe import HackProbe
+from train.rl_rewards import VerdictRewards
+from train.rl_tasks import TaskSet, build_tasks
+
+log = logging.getLogger(__name__)
+TASKS_MANIFEST = "tasks_manifest.json"
+
+
+class RLRun:
+    def __init__(self, app: RLAppConfig, resolved: dict[str, Any]) -> None:
+        self.app, self.resolved = app, resolved
+        self.output_dir = Path(app.run.output_dir)
+        self.format = get_format(app.recipe.prompt_format)
+        self._sandboxes: dict[str | None, Sandbox] = {}
+        self.resume_from = self._resume_checkpoint()
+        self.trainer: Any = None
+
+    def _resume_checkpoint(self) -> str | None:
+        resume = self.app.run.resume
+        if resume not in ("auto", "never"):
+            return resume
+        last = get_last_checkpoint(str(self.output_dir)) if self.output_dir.is_dir() else None
+        if resume == "never" and last is not None:
+            raise ConfigError(
+                f"run.output_dir={self.output_dir} already has {Path(last).name}; "
+                "pass run.resume=auto to continue it or choose a new run.output_dir"
+            )
+        return last
+
+    def sandbox(self, python: str | None = None) -> Sandbox:
+        """The pool for programs run by `python` (None: the sandbox's own), started on first use."""
+        if python not in self._sandboxes:
+            from eval.toolchains import sandbox_paths
+
+            self._sandboxes[python] = self.app.sandbox.open(python=python, read_only=sandbox_paths())
+        return self._sandboxes[python]
+
+    # ------------------------------------------------------------------------------- setup
+    def setup(self) -> None:
+        app, recipe = self.app, self.app.recipe
+        state = PartialState()
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        self.tasks: TaskSet = build_tasks(app.tasks, self.output_dir, self.sandbox(), app.sandbox.limits)
+        log.info("tasks: %d kept of %d (%s dropped)", self.tasks.manifest["kept"], self.tasks.manifest["candidates"],
+                 self.tasks.manifest["dropped"] or "none")  # fmt: skip
+        self.tokenizer = AutoTokenizer.from_pretrained(
+            recipe.model.path,
+            revision=recipe.model.revision,
+            trust_remote_code=recipe.model.trust_remote_code,
+        )
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.tokenizer.padding_side = "left"
+        dataset = self._dataset()
+        if state.is_main_process:
+            (self.output_dir / TASKS_MANIFEST).write_text(json.dumps(self.tasks.manifest, indent=2))
+        self.rewards = VerdictRewards(
+            self.tasks.tasks,
+            self.format,
+            self.sandbox,
+            app.sandbox.limits,
+            app.reward,
+            app.sandbox.max_code_bytes,
+        )
+        funcs, weights = self.rewards.functions()
+        args = rl_arguments(app, self.output_dir, weights)
+        set_seed(app.run.seed)
+        attn = resolve_attn_implementation(recipe.attn_implementation, False, recipe.dtype)
+        model = AutoModelForCausalLM.from_pretrained(
+            recipe.model.path,
+            revision=recipe.model.revision,
+            trust_remote_code=recipe.model.trust_remote_code,
+            dtype=torch_dtype(recipe.dtype),
+            attn_implementation=attn,
+        )
+        trainer_cls = _trainer_class(recipe.algorithm)
+        self.trainer = trainer_cls(
+            model=model,
+            reward_funcs=funcs,
+            args=args,
+            train_dataset=dataset,
+            processing_class=self.tokenizer,
+            peft_config=self._peft_config(),
+        )
+        self.trainer.callback_handler.callbacks.insert(0, Throughput())  # before the trackers: they see it
+        if app.probe.path is not None:  # first, so the trackers see the hack_rate it adds to a step's logs
+            probe = HackProbe(app.probe, self.format, self.sandbox, app.sandbox, self.tokenizer)
+            self.trainer.callback_handler.callbacks.insert(0, probe)
+
+    def _dataset(self) -> Any:
+        """One row per task: its prompt in the evaluation's format, and its `task_id` for the rewards.
+        A prompt longer than `recipe.max_prompt_length` tokens is dropped and counted (never cut:
+        a cut prompt asks for another edit)."""
+        from datasets import Dataset
+
+        fmt, rows, too_long = self.format, [], 0
+        for task_id, task in self.tasks.tasks.items():
+            instruction = task.problem.instructions[task.split]
+            if isinstance(fmt, ChatFormat):
+                prompt = fmt.prompt(task.problem.shown, instruction, self.tokenizer)
+            else:
+                prompt = fmt.prompt(task.problem.shown, instruction)
+            if len(self.tokenizer(prompt)["input_ids"]) > self.app.recipe.max_prompt_length:
+                too_long += 1
+                continue
+            rows.append({"prompt": prompt, "task_id": task_id})
+        manifest = self.tasks.manifest
+        if too_long:
+            manifest["dropped"]["prompt_too_long"] = too_long
+            manifest["kept"] -= too_long
+        if not rows:
+            raise ConfigError(
+                f"every task's prompt is longer than recipe.max_prompt_length={self.app.recipe.max_prompt_length} "
+                "tokens: raise it"
+            )
+        return Dataset.from_list(rows)
+
+    def _peft_config(self) -> Any:
+        lora = self.app.recipe.lora
+        if lora is None:
+            return None
+        from peft import LoraConfig as PeftLoraConfig
+
+        return PeftLoraConfig(
+            r=lora.r,
+            lora_alpha=lora.alpha,
+            lora_dropout=lora.dropout,
+            target_modules=lora.peft_target_modules(),
+            task_type="CAUSAL_LM",
+        )
+
+    # ------------------------------------------------------------------------ train / save
+    def train(self) -> None:
+        if self.resume_from:
+            log.info("resuming from %s", self.resume_from)
+        self.trainer.train(resume_from_checkpoint=self.resume_from)
+
+    def save(self) -> Path:
+        final = self.output_dir / FINAL_DIR
+        self.trainer.save_model(str(final))
+        if self.trainer.is_world_process_zero():
+            self.tokenizer.save_pretrained(str(final))
+            write_trained_config(final, self.resolved)
+            history = self.trainer.state.log_history
+            (self.output_dir / METRICS_FILE).write_text(
+                json.dumps({"log_history": history, "last": history[-1] if history else {}}, indent=2)
+            )
+            write_model_card(final)
+        self.trainer.accelerator.wait_for_everyone()
+        return final
+
+    def push(self) -> None:
+        """Upload DIR/final (model, tokenizer, config and card) to run.hub_model_id, from rank 0."""
+        run = self.app.run
+        if not run.push_to_hub or not PartialState().is_main_process:
+            return
+        final = self.output_dir / FINAL_DIR
+        message = f"EditForge RL recipe={self.app.recipe.name}, run {self.output_dir.name}"
+        log.info(
+            "pushed %s to the hub: %s",
+            final,
+            push_folder(final, run.hub_model_id, run.hub_private_repo, message),
+        )
+
+    def close(self) -> None:
+        for sandbox in self._sandboxes.values():
+            sandbox.close()
+        self._sandboxes.clear()
+
+
+class Throughput(TrainerCallback):
+    """Adds `tokens_per_second` (prompt and completion tokens trl counted since the last log, over
+    the wall time between the two logs) to each logged step."""
+
+    def __init__(self) -> None:
+        self.last: tuple[float, float] | None = None
+
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: dict[str, float] | None = None, **kwargs: Any
+    ) -> None:
+        if logs is None or "num_tokens" not in logs:
+            return
+        now = time.perf_counter()
+        if self.last is not None and now > self.last[0]:
+            logs["tokens_per_second"] = (logs["num_tokens"] - self.last[1]) / (now - self.last[0])
+            if state.log_history:
+                state.log_history[-1]["tokens_per_second"] = logs["tokens_per_second"]
+        self.last = (now, logs["num_tokens"])
+
+
+def _trainer_class(algorithm: str) -> Any:
+    if algorithm == "rloo":
+        from trl import RLOOTrainer
+
+        return RLOOTrainer
+    from trl import GRPOTrainer
+
+    return GRPOTrainer
+
+
+def rl_arguments(app: RLAppConfig, output_dir: Path, weights: list[float]) -> Any:
+    """trl's `GRPOConfig` (or `RLOOConfig`) for `app`."""
+    recipe, run = app.recipe, app.run
+    on_gpu = cuda_available()
+    common: dict[str, Any] = dict(
+        output_dir=str(output_dir),
+        run_name=recipe.name,
+        num_train_epochs=recipe.epochs,
+        max_steps=run.max_steps,
+        learning_rate=recipe.lr,
+        lr_scheduler_type=recipe.lr_scheduler,
+        warmup_steps=recipe.warmup_steps,
+        weight_decay=recipe.weight_decay,
+        max_grad_norm=recipe.max_grad_norm,
+        per_device_train_batch_size=recipe.per_device_batch_size,
+        gradient_accumulation_steps=recipe.grad_accum,
+        bf16=recipe.dtype.value == "bf16" and on_gpu,
+        fp16=recipe.dtype.value == "fp16",
+        gradient_checkpointing=recipe.gradient_checkpointing,
+        logging_steps=run.logging_steps,
+        logging_first_step=True,
+        save_strategy="steps",
+        save_steps=run.save_steps,
+        save_total_limit=run.save_total_limit,
+        seed=run.seed,
+        data_seed=run.seed,
+        report_to=list(run.report_to),
+        deepspeed=deepspeed_config_path(app.deepspeed_config) if app.deepspeed_config else None,
+        use_cpu=not on_gpu,
+        ddp_backend="gloo" if not on_gpu and int(os.environ.get("WORLD_SIZE", "1")) > 1 else None,
+        # RL-specific
+        num_generations=recipe.num_generations,
+        max_completion_length=recipe.max_completion_length,
+        temperature=recipe.temperature,
+        top_p=recipe.top_p,
+        beta=recipe.beta,
+        epsilon=recipe.epsilon,
+        num_iterations=recipe.num_iterations,
+        reward_weights=weights,
+        use_vllm=recipe.generation != "hf",
+    )
+    if recipe.generation != "hf":  # vLLM stops at the format's stop strings, as evaluation's generation does
+        stop = list(get_format(recipe.prompt_format).stop)
+        common.update(
+            vllm_mode=recipe.generation.removeprefix("vllm_"),
+            generation_kwargs={"stop": stop} if stop else None,
+        )
+        if recipe.generation == "vllm_server":
+            common.update(vllm_server_base_url=recipe.vllm_server_url)
+        else:
+            common.update(vllm_gpu_memory_utilization=recipe.vllm_gpu_memory_utilization)
+    if recipe.algorithm == "rloo":
+        from trl import RLOOConfig
+
+        return RLOOConfig(**common)
+    from trl import GRPOConfig
+
+    return GRPOConfig(loss_type=recipe.algorithm, **common)
