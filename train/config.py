@@ -136,6 +136,18 @@ class LoraConfig:
         """What peft's `target_modules` takes: its "all-linear" shorthand is a string, not a list."""
         return ALL_LINEAR if list(self.target_modules) == [ALL_LINEAR] else list(self.target_modules)
 
+    def peft_config(self) -> Any:
+        """peft's `LoraConfig` for a causal LM (what the trl trainers take as `peft_config`)."""
+        from peft import LoraConfig as PeftLoraConfig
+
+        return PeftLoraConfig(
+            r=self.r,
+            lora_alpha=self.alpha,
+            lora_dropout=self.dropout,
+            target_modules=self.peft_target_modules(),
+            task_type="CAUSAL_LM",
+        )
+
 
 @dataclass
 class QuantizationConfig:

@@ -9,29 +9,25 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 from accelerate import PartialState
 from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback, set_seed
-from transformers.trainer_utils import get_last_checkpoint
 
 from core.errors import ConfigError
 from core.formats import ChatFormat, get_format
 from core.layout import FINAL_DIR, METRICS_FILE, write_trained_config
 from core.sandbox import Sandbox
 from train.attention import resolve_attn_implementation
-from train.config import deepspeed_config_path
-from train.hub_push import push_folder
-from train.levers import cuda_available
 from train.model_card import write_model_card
 from train.modeling import torch_dtype
 from train.rl_config import RLAppConfig
 from train.rl_probe import HackProbe
 from train.rl_rewards import VerdictRewards
 from train.rl_tasks import TaskSet, build_tasks
+from train.sft_run import push_final, resume_checkpoint, shared_arguments
 
 log = logging.getLogger(__name__)
 TASKS_MANIFEST = "tasks_manifest.json"
@@ -43,20 +39,8 @@ class RLRun:
         self.output_dir = Path(app.run.output_dir)
         self.format = get_format(app.recipe.prompt_format)
         self._sandboxes: dict[str | None, Sandbox] = {}
-        self.resume_from = self._resume_checkpoint()
+        self.resume_from = resume_checkpoint(app.run.resume, self.output_dir)
         self.trainer: Any = None
-
-    def _resume_checkpoint(self) -> str | None:
-        resume = self.app.run.resume
-        if resume not in ("auto", "never"):
-            return resume
-        last = get_last_checkpoint(str(self.output_dir)) if self.output_dir.is_dir() else None
-        if resume == "never" and last is not None:
-            raise ConfigError(
-                f"run.output_dir={self.output_dir} already has {Path(last).name}; "
-                "pass run.resume=auto to continue it or choose a new run.output_dir"
-            )
-        return last
 
     def sandbox(self, python: str | None = None) -> Sandbox:
         """The pool for programs run by `python` (None: the sandbox's own), started on first use."""
@@ -111,7 +95,7 @@ class RLRun:
             args=args,
             train_dataset=dataset,
             processing_class=self.tokenizer,
-            peft_config=self._peft_config(),
+            peft_config=recipe.lora.peft_config() if recipe.lora else None,
         )
         self.trainer.callback_handler.callbacks.insert(0, Throughput())  # before the trackers: they see it
         if app.probe.path is not None:  # first, so the trackers see the hack_rate it adds to a step's logs
@@ -146,20 +130,6 @@ class RLRun:
             )
         return Dataset.from_list(rows)
 
-    def _peft_config(self) -> Any:
-        lora = self.app.recipe.lora
-        if lora is None:
-            return None
-        from peft import LoraConfig as PeftLoraConfig
-
-        return PeftLoraConfig(
-            r=lora.r,
-            lora_alpha=lora.alpha,
-            lora_dropout=lora.dropout,
-            target_modules=lora.peft_target_modules(),
-            task_type="CAUSAL_LM",
-        )
-
     # ------------------------------------------------------------------------ train / save
     def train(self) -> None:
         if self.resume_from:
@@ -181,17 +151,7 @@ class RLRun:
         return final
 
     def push(self) -> None:
-        """Upload DIR/final (model, tokenizer, config and card) to run.hub_model_id, from rank 0."""
-        run = self.app.run
-        if not run.push_to_hub or not PartialState().is_main_process:
-            return
-        final = self.output_dir / FINAL_DIR
-        message = f"EditForge RL recipe={self.app.recipe.name}, run {self.output_dir.name}"
-        log.info(
-            "pushed %s to the hub: %s",
-            final,
-            push_folder(final, run.hub_model_id, run.hub_private_repo, message),
-        )
+        push_final(self.app.run, self.output_dir, f"EditForge RL recipe={self.app.recipe.name}")
 
     def close(self) -> None:
         for sandbox in self._sandboxes.values():
@@ -230,36 +190,11 @@ def _trainer_class(algorithm: str) -> Any:
 
 
 def rl_arguments(app: RLAppConfig, output_dir: Path, weights: list[float]) -> Any:
-    """trl's `GRPOConfig` (or `RLOOConfig`) for `app`."""
-    recipe, run = app.recipe, app.run
-    on_gpu = cuda_available()
+    """trl's `GRPOConfig` (or `RLOOConfig`) for `app`: SFT's shared arguments plus the RL ones."""
+    recipe = app.recipe
     common: dict[str, Any] = dict(
-        output_dir=str(output_dir),
-        run_name=recipe.name,
-        num_train_epochs=recipe.epochs,
-        max_steps=run.max_steps,
-        learning_rate=recipe.lr,
-        lr_scheduler_type=recipe.lr_scheduler,
-        warmup_steps=recipe.warmup_steps,
-        weight_decay=recipe.weight_decay,
-        max_grad_norm=recipe.max_grad_norm,
-        per_device_train_batch_size=recipe.per_device_batch_size,
-        gradient_accumulation_steps=recipe.grad_accum,
-        bf16=recipe.dtype.value == "bf16" and on_gpu,
-        fp16=recipe.dtype.value == "fp16",
+        **shared_arguments(recipe, app.run, output_dir, app.deepspeed_config),
         gradient_checkpointing=recipe.gradient_checkpointing,
-        logging_steps=run.logging_steps,
-        logging_first_step=True,
-        save_strategy="steps",
-        save_steps=run.save_steps,
-        save_total_limit=run.save_total_limit,
-        seed=run.seed,
-        data_seed=run.seed,
-        report_to=list(run.report_to),
-        deepspeed=deepspeed_config_path(app.deepspeed_config) if app.deepspeed_config else None,
-        use_cpu=not on_gpu,
-        ddp_backend="gloo" if not on_gpu and int(os.environ.get("WORLD_SIZE", "1")) > 1 else None,
-        # RL-specific
         num_generations=recipe.num_generations,
         max_completion_length=recipe.max_completion_length,
         temperature=recipe.temperature,

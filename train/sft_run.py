@@ -35,7 +35,7 @@ from core.layout import (
     write_trained_config,
 )
 from train.attention import resolve_attn_implementation
-from train.config import DType, SFTAppConfig, deepspeed_config_path
+from train.config import DType, RunConfig, SFTAppConfig, deepspeed_config_path
 from train.edit_data import load_edit_splits
 from train.hub_push import push_folder
 from train.levers import cuda_available, resolve_liger
@@ -69,7 +69,7 @@ class SFTRun:
         )
         check_dtype(recipe.dtype)
         self.output_dir = Path(run.output_dir)
-        self.resume_from = self._resume_checkpoint()
+        self.resume_from = resume_checkpoint(app.run.resume, self.output_dir)
         self.format = get_format(recipe.prompt_format)
         self.trainer: EditSFTTrainer | None = None
         self.start_step = _global_step(self.resume_from)  # where training picks up (0: from scratch)
@@ -93,18 +93,6 @@ class SFTRun:
         except (ValueError, KeyError, TypeError):
             return False
         return isinstance(last, dict) and last.get("step") == self.start_step
-
-    def _resume_checkpoint(self) -> str | None:
-        resume = self.app.run.resume
-        if resume not in ("auto", "never"):
-            return resume
-        last = get_last_checkpoint(str(self.output_dir)) if self.output_dir.is_dir() else None
-        if resume == "never" and last is not None:
-            raise ConfigError(
-                f"run.output_dir={self.output_dir} already has {Path(last).name}; "
-                "pass run.resume=auto to continue it or choose a new run.output_dir"
-            )
-        return last
 
     # ------------------------------------------------------------------ setup
     def setup(self) -> None:
@@ -149,7 +137,7 @@ class SFTRun:
             train_dataset=train_ds,
             eval_dataset=eval_ds,
             processing_class=self.tokenizer,
-            peft_config=self._peft_config(),
+            peft_config=self.app.recipe.lora.peft_config() if self.app.recipe.lora else None,
             callbacks=self.callbacks,
             # the fused head projects only the positions with a target
             flops=flops_per_token(
@@ -177,20 +165,6 @@ class SFTRun:
             recipe.max_length,
             recipe.overlong,
             num_proc=self.app.run.dataset_num_proc,
-        )
-
-    def _peft_config(self):
-        lora = self.app.recipe.lora
-        if lora is None:
-            return None
-        from peft import LoraConfig as PeftLoraConfig
-
-        return PeftLoraConfig(
-            r=lora.r,
-            lora_alpha=lora.alpha,
-            lora_dropout=lora.dropout,
-            target_modules=lora.peft_target_modules(),
-            task_type="CAUSAL_LM",
         )
 
     def _reports_to_wandb(self) -> bool:
@@ -267,14 +241,7 @@ class SFTRun:
         merge_adapter(adapter, final, model.path, model.revision, model.trust_remote_code, recipe.dtype.value)
 
     def push(self) -> None:
-        """Upload DIR/final (model, tokenizer, config and card) to run.hub_model_id, from rank 0."""
-        run = self.app.run
-        if not run.push_to_hub or not PartialState().is_main_process:
-            return
-        final = self.output_dir / FINAL_DIR
-        message = f"EditForge recipe={self.app.recipe.name}, run {self.output_dir.name}"
-        url = push_folder(final, run.hub_model_id, run.hub_private_repo, message)
-        log.info("pushed %s to the hub: %s", final, url)
+        push_final(self.app.run, self.output_dir, f"EditForge recipe={self.app.recipe.name}")
 
     def cleanup(self) -> None:
         if self._reports_to_wandb() and PartialState().is_main_process:
@@ -282,6 +249,29 @@ class SFTRun:
 
             if wandb.run is not None:
                 wandb.finish()
+
+
+def resume_checkpoint(resume: str, output_dir: Path) -> str | None:
+    """The checkpoint `run.resume` names: with auto, the last one in `output_dir` (None: from scratch);
+    with never, a ConfigError if there is one (SFT's and RL's runs resume alike)."""
+    if resume not in ("auto", "never"):
+        return resume
+    last = get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
+    if resume == "never" and last is not None:
+        raise ConfigError(
+            f"run.output_dir={output_dir} already has {Path(last).name}; "
+            "pass run.resume=auto to continue it or choose a new run.output_dir"
+        )
+    return last
+
+
+def push_final(run: RunConfig, output_dir: Path, message: str) -> None:
+    """Upload DIR/final (model, tokenizer, config and card) to run.hub_model_id, from rank 0."""
+    if not run.push_to_hub or not PartialState().is_main_process:
+        return
+    final = output_dir / FINAL_DIR
+    url = push_folder(final, run.hub_model_id, run.hub_private_repo, f"{message}, run {output_dir.name}")
+    log.info("pushed %s to the hub: %s", final, url)
 
 
 def empty_split_message(name: str, report, app: SFTAppConfig) -> str:
@@ -320,38 +310,17 @@ def training_arguments(app: SFTAppConfig, output_dir: Path) -> SFTConfig:
     has_eval = app.data.val_size > 0
     every = recipe.gradient_checkpointing_every
     return SFTConfig(
-        output_dir=str(output_dir),
-        run_name=recipe.name,
-        num_train_epochs=recipe.epochs,
-        max_steps=run.max_steps,
-        learning_rate=recipe.lr,
-        lr_scheduler_type=recipe.lr_scheduler,
-        warmup_steps=recipe.warmup_steps,
-        weight_decay=recipe.weight_decay,
+        **shared_arguments(recipe, run, output_dir, app.deepspeed_config),
         optim=recipe.optim.value,
-        max_grad_norm=recipe.max_grad_norm,
-        per_device_train_batch_size=recipe.per_device_batch_size,
         per_device_eval_batch_size=recipe.per_device_batch_size,
-        gradient_accumulation_steps=recipe.grad_accum,
-        bf16=recipe.dtype == DType.bf16 and on_gpu,
-        fp16=recipe.dtype == DType.fp16,
         activation_checkpointing=recipe.gradient_checkpointing,
         activation_checkpointing_kwargs={"every_n_layers": every} if every > 1 else None,
         use_liger_kernel=liger,
         liger_kernel_config=LIGER_KERNELS if liger else None,
         # Its isnan check reads every micro-step's loss on the host; EditSFTTrainer stops on a bad loss.
         logging_nan_inf_filter=False,
-        logging_steps=run.logging_steps,
-        logging_first_step=True,
-        save_strategy="steps",
-        save_steps=run.save_steps,
-        save_total_limit=run.save_total_limit,
         eval_strategy="steps" if (has_eval and run.eval_steps) else "no",
         eval_steps=run.eval_steps,
-        seed=run.seed,
-        data_seed=run.seed,
-        report_to=list(run.report_to),  # transformers expands ["all"] to the trackers installed
-        deepspeed=deepspeed_config_path(app.deepspeed_config) if app.deepspeed_config else None,
         max_length=recipe.max_length,
         packing=recipe.packing,
         packing_strategy="bfd",
@@ -364,6 +333,36 @@ def training_arguments(app: SFTAppConfig, output_dir: Path) -> SFTConfig:
         # Every parameter takes part in the forward (full fine-tune and LoRA): no search for
         # unused ones, and no per-rank warning that it found none.
         ddp_find_unused_parameters=False,
+    )
+
+
+def shared_arguments(recipe: Any, run: RunConfig, output_dir: Path, deepspeed: str | None) -> dict[str, Any]:
+    """What SFT's and RL's trainer arguments share: the optimisation, precision, logging, saving,
+    seeds, trackers, DeepSpeed and the device (CPU runs use gloo under torchrun)."""
+    on_gpu = cuda_available()
+    return dict(
+        output_dir=str(output_dir),
+        run_name=recipe.name,
+        num_train_epochs=recipe.epochs,
+        max_steps=run.max_steps,
+        learning_rate=recipe.lr,
+        lr_scheduler_type=recipe.lr_scheduler,
+        warmup_steps=recipe.warmup_steps,
+        weight_decay=recipe.weight_decay,
+        max_grad_norm=recipe.max_grad_norm,
+        per_device_train_batch_size=recipe.per_device_batch_size,
+        gradient_accumulation_steps=recipe.grad_accum,
+        bf16=recipe.dtype == DType.bf16 and on_gpu,
+        fp16=recipe.dtype == DType.fp16,
+        logging_steps=run.logging_steps,
+        logging_first_step=True,
+        save_strategy="steps",
+        save_steps=run.save_steps,
+        save_total_limit=run.save_total_limit,
+        seed=run.seed,
+        data_seed=run.seed,
+        report_to=list(run.report_to),  # transformers expands ["all"] to the trackers installed
+        deepspeed=deepspeed_config_path(deepspeed) if deepspeed else None,
         use_cpu=not on_gpu,
         ddp_backend="gloo" if not on_gpu and int(os.environ.get("WORLD_SIZE", "1")) > 1 else None,
     )

@@ -50,26 +50,20 @@ def test_a_bad_value_is_a_config_error_naming_it(override, message):
         validate_overrides(APP, overrides)
 
 
+def _one_line_error(*overrides: str) -> str:
+    run = subprocess.run(
+        [sys.executable, "train/rl.py", "recipe=tiny-grpo", *overrides], cwd=REPO, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), run.stderr
+    return lines[0]
+
+
 def test_the_cli_stops_in_a_line_before_loading_torch(tmp_path):
-    missing = tmp_path / "no-model"
-    run = subprocess.run(
-        [sys.executable, "train/rl.py", "recipe=tiny-grpo", f"recipe.model.path={missing}", "recipe.lrr=1"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    lines = run.stderr.strip().splitlines()
-    assert run.returncode == 2 and len(lines) == 1 and "recipe.lrr" in lines[0], run.stderr
-    run = subprocess.run(
-        [sys.executable, "train/rl.py", "recipe=tiny-grpo", f"recipe.model.path={missing}"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    lines = run.stderr.strip().splitlines()
-    assert run.returncode == 2 and len(lines) == 1 and "recipe.model.path" in lines[0], run.stderr
+    missing = f"recipe.model.path={tmp_path / 'no-model'}"
+    assert "recipe.lrr" in _one_line_error(missing, "recipe.lrr=1")
+    assert "recipe.model.path" in _one_line_error(missing)
 
 
 def test_the_trainer_arguments_follow_the_recipe(tmp_path):
@@ -78,7 +72,7 @@ def test_the_trainer_arguments_follow_the_recipe(tmp_path):
     app = validate_overrides(APP, ["recipe=tiny-grpo", "recipe.algorithm=dr_grpo", "reward.tests=0.5"])
     args = rl_arguments(app, tmp_path, [1.0, 0.5])
     assert type(args).__name__ == "GRPOConfig" and args.loss_type == "dr_grpo"
-    assert args.num_generations == 8 and args.reward_weights == [1.0, 0.5] and not args.use_vllm
+    assert args.num_generations == 16 and args.reward_weights == [1.0, 0.5] and not args.use_vllm
     rloo = rl_arguments(
         validate_overrides(APP, ["recipe=tiny-grpo", "recipe.algorithm=rloo"]), tmp_path, [1.0]
     )

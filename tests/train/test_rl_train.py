@@ -21,7 +21,8 @@ from conftest import REPO
 pytestmark = pytest.mark.slow
 
 ENV = {**os.environ, "WANDB_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false"}
-MARGIN = 0.08  # measured: 0.30 -> 0.44 (first third -> last third of 12 logged steps)
+# measured: 0.44 -> 0.55 (the mean pass reward of the first and the last 4 of 13 logged steps)
+MARGIN = 0.06
 
 
 def _run(*args: str, timeout: int = 900) -> None:
