@@ -91,3 +91,14 @@ def test_a_killed_run_resumes_into_the_same_steps(warm, tmp_path):
     after = {h["step"]: [h[k] for k in keys] for h in _history(whole) if h["step"] > 6}
     resumed = {h["step"]: [h[k] for k in keys] for h in _history(killed) if h["step"] > 6}
     assert resumed == after and len(after) == 6
+
+
+def test_a_lora_policy_trains_its_adapter_only(warm, tmp_path):
+    out = tmp_path / "lora"
+    _run("train/rl.py", "recipe=tiny-lora-grpo", f"recipe.model.path={warm}", f"run.output_dir={out}",
+         "run.max_steps=2", "run.logging_steps=1")  # fmt: skip
+    assert (out / "final" / "adapter_config.json").is_file() and not (
+        out / "final" / "model.safetensors"
+    ).exists()
+    assert "library_name: peft" in (out / "final" / "README.md").read_text()
+    assert len(_history(out)) == 2
