@@ -53,6 +53,13 @@ class RLRun:
     # ------------------------------------------------------------------------------- setup
     def setup(self) -> None:
         app, recipe = self.app, self.app.recipe
+        weights = [w for w in app.reward.weights().values() if w > 0]  # the order of functions()
+        args = rl_arguments(app, self.output_dir, weights)  # the process group first
+        if app.deepspeed_config and args.use_cpu:
+            import deepspeed
+
+            # On GPUs accelerate starts DeepSpeed's comm layer; on CPU it must exist before the model.
+            deepspeed.init_distributed(dist_backend="gloo")
         state = PartialState()
         self.output_dir.mkdir(parents=True, exist_ok=True)
         self.tasks: TaskSet = build_tasks(app.tasks, self.output_dir, self.sandbox(), app.sandbox.limits)
@@ -77,8 +84,7 @@ class RLRun:
             app.reward,
             app.sandbox.max_code_bytes,
         )
-        funcs, weights = self.rewards.functions()
-        args = rl_arguments(app, self.output_dir, weights)
+        funcs, _ = self.rewards.functions()
         set_seed(app.run.seed)
         attn = resolve_attn_implementation(recipe.attn_implementation, False, recipe.dtype)
         model = AutoModelForCausalLM.from_pretrained(

@@ -102,3 +102,14 @@ def test_a_lora_policy_trains_its_adapter_only(warm, tmp_path):
     ).exists()
     assert "library_name: peft" in (out / "final" / "README.md").read_text()
     assert len(_history(out)) == 2
+
+
+def test_zero3_under_torchrun_on_two_cpu_ranks(warm, tmp_path):
+    out = tmp_path / "zero3"
+    run = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", *_rl(warm, out),
+         "deepspeed=zero3", "run.max_steps=2", "run.logging_steps=1"],
+        cwd=REPO, env=ENV, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert (out / "final" / "model.safetensors").is_file() and len(_history(out)) == 2
