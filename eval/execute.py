@@ -97,18 +97,22 @@ def run_programs(
     results: list[ExecutionResult | None] = [None] * len(jobs)
     problems = list({p.id: p for _, p, _ in python}.values())
     modes = run_modes(sandbox, problems, limits) if problems else {}
+    # per problem, not per sample: each parses the problem's texts (an RL batch holds many samples
+    # of each problem, and a host that parses them competes with the sandbox's workers for CPU)
+    unverified = dict(zip([p.id for p in problems], declared_unverified(sandbox, problems), strict=True))
+    modules = {p.id: benchmark_modules(p) for p in problems}
     for (i, _, _), result in zip(
         python,
         sandbox.run_many(
             [(c, p.tests) for _, p, c in python],
             limits=limits,
-            unverified=declared_unverified(sandbox, [p for _, p, _ in python]),
+            unverified=[unverified[p.id] for _, p, _ in python],
             split=[modes[p.id].split for _, p, _ in python],
             # where the tests take helpers from the benchmark's text, the program's copies never run
             # in a split run: their coverage comes from a run in process (eval/excess_code.py)
             coverage=[coverage and modes[p.id].split and not p.helpers for _, p, _ in python],
             helpers=[p.helpers for _, p, _ in python],
-            modules=[benchmark_modules(p) for _, p, _ in python],
+            modules=[modules[p.id] for _, p, _ in python],
         ),
         strict=True,
     ):
