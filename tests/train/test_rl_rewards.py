@@ -514,3 +514,15 @@ def test_the_reward_config_refuses_what_cannot_train():
         RewardConfig(delegated=1.5)
     with pytest.raises(ValueError, match="every reward weight is 0"):
         RewardConfig(passed=0.0)
+
+
+def test_excess_code_is_minus_the_share_of_lines_the_tests_never_ran(tasks, sandbox):
+    """CanItEdit's ExcessCode over the whole file (program + tests), measured in the verdict run:
+    a passing program with a function its tests never call loses the share of those lines."""
+    rewards = VerdictRewards(tasks, FMT, lambda python: sandbox, LIMITS, RewardConfig(excess_code=0.1))
+    dead = ADD["after"] + "\n\ndef unused(x):\n    y = x + 1\n    z = y * 2\n    return z\n"
+    replay = completions([ADD["after"], dead, ADD["before"]])
+    ids = ["add-three/descriptive"] * 3
+    # `dead`: 9 statements (6 of the program, 3 asserts), 3 never run: 67% covered
+    assert rewards.rewards("excess_code", ids, replay) == [0.0, -0.33, 0.0]  # a failing run: no penalty
+    assert rewards.verdicts(ids, replay)[1]["coverage"]["missing"] == [6, 7, 8]
