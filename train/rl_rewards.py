@@ -16,8 +16,8 @@ Rewards (each weight a key of the `reward` config):
 - `tests`: the fraction of the tests' assert statements that held (split runs; other runs: 0 or 1);
 - `format`: the completion is a whole program in the prompt format (it extracts to code that
   compiles and is not empty);
-- `excess_code`: minus the fraction of the passing program's lines its tests never run. Not
-  reward-grade: the lines are traced in the candidate's own process (a policy could fake them),
+- `excess_code`: minus the share of a passing run's statements that never ran, over the whole
+  file (program + tests, as CanItEdit's ExcessCode counts them). Not reward-grade: the lines are traced in the candidate's own process (a policy could fake them),
   so use it as a light penalty only.
 """
 
@@ -105,7 +105,8 @@ def tests_reward(record: dict[str, Any], delegated: float) -> float:
 
 
 def excess_penalty(record: dict[str, Any], code: str, tests: str) -> float:
-    """Minus the share of a passing program's lines that never ran (0 without a measurement)."""
+    """Minus the share of a passing run's statements (program + tests) that never ran (0 without a
+    measurement)."""
     from eval.excess_code import CoverageError, CoverageReport
 
     if not record.get("passed") or "coverage" not in record:
