@@ -85,10 +85,20 @@ def build_tasks(
     by_benchmark: Counter[str] = Counter()
     per_source: dict[str, dict[str, int]] = {}
     candidates: list[RLTask] = []
+    owners: dict[str, str] = {}  # problem id -> its source: a batch's runs are keyed by problem id
+    total = 0  # every (problem, chosen split): kept or dropped with a reason
     for label, problems, kind in load_sources(config, out):
-        runnable = [p for p in problems if not p.not_runnable]
-        dropped["not_runnable"] += len(problems) - len(runnable)
-        python = [p for p in runnable if p.language == "python" and kind.interpreter(p) is None]
+        for problem in problems:
+            if owners.setdefault(problem.id, label) != label:
+                raise ConfigError(
+                    f"tasks: {owners[problem.id]} and {label} both hold problem {problem.id!r}; "
+                    "give each source its own ids"
+                )
+        python = [
+            p
+            for p in problems
+            if not p.not_runnable and p.language == "python" and kind.interpreter(p) is None
+        ]
         modes = run_modes(sandbox, python, limits) if python else {}
         in_process = {pid for pid, mode in modes.items() if not mode.split}
         if in_process and config.include_in_process:
@@ -99,30 +109,26 @@ def build_tasks(
                 label,
             )
         made = 0
-        for problem in runnable:
-            if problem.id in in_process and not config.include_in_process:
-                dropped["in_process"] += len(problem.splits)
-                continue
-            for split in problem.splits:
-                if config.splits is None or split in config.splits:
-                    candidates.append(RLTask(f"{problem.id}/{split}", problem, split, kind))
-                    made += 1
+        for problem in problems:
+            splits = [s for s in problem.splits if config.splits is None or s in config.splits]
+            total += len(splits)
+            if problem.not_runnable:
+                dropped["not_runnable"] += len(splits)
+            elif problem.id in in_process and not config.include_in_process:
+                dropped["in_process"] += len(splits)
+            else:
+                candidates += [RLTask(f"{problem.id}/{split}", problem, split, kind) for split in splits]
+                made += len(splits)
         per_source[label] = {"problems": len(problems), "tasks": made}
     kept = _decontaminate(candidates, config.decontaminate, dedup or DedupOptions(), dropped, by_benchmark)
-    tasks: dict[str, RLTask] = {}
-    for task in kept:
-        if task.task_id in tasks:
-            raise ConfigError(
-                f"tasks: two sources hold problem {task.task_id!r}; give each source its own ids"
-            )
-        tasks[task.task_id] = task
+    tasks = {task.task_id: task for task in kept}
     if not tasks:
         raise ConfigError(f"tasks: no task left to train on (dropped: {dict(dropped)})")
     manifest = {
         "sources": per_source,
-        "candidates": len(candidates) + dropped["in_process"] + dropped["not_runnable"],
+        "candidates": total,
         "kept": len(tasks),
-        "dropped": dict(sorted(dropped.items())),
+        "dropped": {reason: n for reason, n in sorted(dropped.items()) if n},
         "contaminated_by_benchmark": dict(sorted(by_benchmark.items())),
     }
     return TaskSet(tasks, manifest)

@@ -1,0 +1,70 @@
+"""RL tasks: every candidate is kept or counted as dropped with its reason, in the manifest."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import REPO
+
+from core.errors import ConfigError
+from core.sandbox.config import SandboxConfig
+from data_pipeline.config import DecontamOptions
+from train.rl_tasks import TasksConfig, build_tasks
+
+REPO_FIXTURES = "core/benchmarks/fixtures.jsonl"
+IN_PROCESS = {
+    "id": "mine-1",
+    "name": "reads_globals",
+    "before": "def f():\n    return 1\n",
+    "after": "def f():\n    return 2\n",
+    "instruction_descriptive": "Return 2.",
+    "instruction_lazy": "Return 2.",
+    "tests": "assert globals()['f']() == 2\n",  # introspects the program's namespace: in process only
+}
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    config = SandboxConfig(workers=1)
+    with config.open() as pool:
+        yield config, pool
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def test_in_process_and_contaminated_tasks_are_dropped_and_counted(sandbox, tmp_path):
+    config, pool = sandbox
+    copied = json.loads((REPO / REPO_FIXTURES).read_text().splitlines()[0])  # a benchmark problem, verbatim
+    copied["id"] = "mine-2"
+    own = _write(tmp_path / "own.jsonl", [IN_PROCESS, copied])
+    tasks = TasksConfig(
+        sources=[{"name": "canitedit", "path": own}],
+        synthetic=8,
+        splits=["descriptive"],
+        decontaminate=DecontamOptions(benchmarks=[{"name": "fixtures"}]),
+    )
+    built = build_tasks(tasks, tmp_path, pool, config.limits)
+    manifest = built.manifest
+    assert manifest["dropped"] == {"contaminated_code": 1, "in_process": 1}
+    assert manifest["contaminated_by_benchmark"] == {"fixtures": 1}
+    assert manifest["kept"] == 8 and len(built.tasks) == 8
+    assert manifest["kept"] + sum(manifest["dropped"].values()) == manifest["candidates"]
+    tasks.include_in_process = True
+    kept = build_tasks(tasks, tmp_path, pool, config.limits)
+    assert "mine-1/descriptive" in kept.tasks and "in_process" not in kept.manifest["dropped"]
+
+
+def test_two_sources_with_one_problem_id_are_refused(sandbox, tmp_path):
+    config, pool = sandbox
+    first = _write(tmp_path / "a.jsonl", [IN_PROCESS])
+    second = _write(tmp_path / "b.jsonl", [IN_PROCESS])
+    tasks = TasksConfig(
+        sources=[{"name": "canitedit", "path": first}, {"name": "canitedit", "path": second}],
+        decontaminate=DecontamOptions(enabled=False),
+    )
+    with pytest.raises(ConfigError, match="both hold problem 'mine-1'"):
+        build_tasks(tasks, tmp_path, pool, config.limits)
