@@ -17,6 +17,7 @@ import pytest
 from conftest import REPO
 
 SFT = [sys.executable, str(REPO / "train" / "sft.py")]
+RL = [sys.executable, str(REPO / "train" / "rl.py")]
 EVAL = [sys.executable, "-m", "eval.run"]
 BUILD = [sys.executable, "-m", "data_pipeline.build"]
 ENV = {k: v for k, v in os.environ.items() if k != "EDITFORGE_DEBUG"}
@@ -119,6 +120,7 @@ def test_cfg_job_answers_before_the_training_stack_loads(tmp_path):
 
 GROUPS = {
     "sft": (SFT, {"recipe", "data", "deepspeed"}),
+    "rl": (RL, {"recipe", "deepspeed"}),
     "eval": (EVAL, {"benchmark", "model", "backend"}),
     "build": (BUILD, {"source", "pipeline", "executor"}),
 }
@@ -142,6 +144,7 @@ def test_help_says_what_the_tool_does_and_lists_its_own_groups(tmp_path, tool):
 
 HYDRA_TOOLS = {
     "sft": SFT,
+    "rl": RL,
     "build": BUILD,
     "eval": EVAL,
     "audit": [sys.executable, "-m", "eval.audit"],
