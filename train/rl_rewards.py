@@ -181,6 +181,8 @@ class VerdictRewards:
                 for i in indices
             ]
             for i, record in zip(indices, self._execute(kind, jobs, ctx), strict=True):
+                if not kind.split_verdicts and record.get("mode") is None and record["status"] not in EARLY:
+                    record["mode"] = "in_process"  # the kind's own run: its spy is in the program's process
                 records[i] = record
         return [r if r is not None else early_verdict("error", "no verdict") for r in records]
 

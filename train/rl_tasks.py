@@ -5,9 +5,10 @@ Each source is a benchmark's options (`{name: canitedit, path: tasks.jsonl}`, a 
 folder, API-update problems), loaded by the kind's own loader, so a task is judged by the kind
 evaluation uses. One task per (problem, split). Dropped, each counted with its reason:
 - `not_runnable`: the problem cannot run on this machine (a missing toolchain);
-- `in_process`: a Python problem that cannot run split (its tests reach into the program), so
-  the candidate's own process would decide its verdict; `tasks.include_in_process=true` keeps them
-  (with a warning);
+- `in_process`: a Python problem that cannot run split (its tests reach into the program), or any
+  problem of a kind whose verdicts are decided in the program's process (the API-update and
+  novel-API kinds' spies: `split_verdicts` false), so the candidate's own process would decide its
+  verdict; `tasks.include_in_process=true` keeps them (with a warning);
 - `contaminated_code` / `contaminated_instruction`: the task's code or instruction copies an
   evaluation benchmark (data_pipeline's decontamination, the same index and threshold).
 `synthetic: N` adds N generated tasks of the tiny recipes' toy family (train/synthetic_edits.py).
@@ -94,13 +95,16 @@ def build_tasks(
                     f"tasks: {owners[problem.id]} and {label} both hold problem {problem.id!r}; "
                     "give each source its own ids"
                 )
-        python = [
-            p
-            for p in problems
-            if not p.not_runnable and p.language == "python" and kind.interpreter(p) is None
-        ]
-        modes = run_modes(sandbox, python, limits) if python else {}
-        in_process = {pid for pid, mode in modes.items() if not mode.split}
+        if kind.split_verdicts:
+            python = [
+                p
+                for p in problems
+                if not p.not_runnable and p.language == "python" and kind.interpreter(p) is None
+            ]
+            modes = run_modes(sandbox, python, limits) if python else {}
+            in_process = {pid for pid, mode in modes.items() if not mode.split}
+        else:  # the kind's own execute decides in the program's process (a spy): every problem of it
+            in_process = {p.id for p in problems if not p.not_runnable}
         if in_process and config.include_in_process:
             log.warning(
                 "tasks: %d problems of %s run in process (the candidate's process decides their verdicts); "

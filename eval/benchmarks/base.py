@@ -73,6 +73,9 @@ class BenchmarkKind(ABC):
     options: ClassVar[type[BenchmarkOptions]]
     # Its programs run as they are (program + tests), so the audit can run and mutate them.
     runs_as_is: ClassVar[bool] = False
+    # Its Python verdicts come from split runs where a problem allows (eval/execute.py); False: its
+    # `execute` decides in the program's own process, so RL leaves its tasks out by default.
+    split_verdicts: ClassVar[bool] = False
 
     def load(self, options: BenchmarkOptions) -> list[Problem]:
         """The problems: by default the loader registered under the kind's name (a built-in's, in

@@ -17,6 +17,7 @@ from eval.scoring import measure_coverage, pending_coverage, score
 
 class ProgramKind(BenchmarkKind):
     runs_as_is = True
+    split_verdicts = True
 
     def execute(self, jobs: list[Job], ctx: ExecContext) -> list[dict[str, Any]]:
         return program_verdicts(

@@ -68,3 +68,36 @@ def test_two_sources_with_one_problem_id_are_refused(sandbox, tmp_path):
     )
     with pytest.raises(ConfigError, match="both hold problem 'mine-1'"):
         build_tasks(tasks, tmp_path, pool, config.limits)
+
+
+def test_a_kind_judged_in_the_programs_process_is_left_out_unless_asked(sandbox, tmp_path):
+    """API-update problems are judged by a spy inside the program's process: RL drops them by
+    default; kept on request, the reference passes and the unchanged code fails, judged in_process."""
+    import sys
+
+    sys.path.append(str(REPO / "tests" / "eval"))
+    from test_apiupdate_eval import _source
+
+    from core.formats import get_format
+    from eval.apiupdate.builder import BuildOptions, build, write
+    from train.rl_rewards import RewardConfig, VerdictRewards
+
+    config, pool = sandbox
+    options = BuildOptions(types=("R1",), types_per_api="all", nonworkaround="none",
+                           targets={"reliability": 3, "generalization": 0, "specificity": 0})  # fmt: skip
+    write(build("humaneval", str(_source(tmp_path / "source.jsonl")), pool, options), tmp_path / "bench")
+    source = {"name": "apiupdate", "path": str(tmp_path / "bench")}
+    tasks = TasksConfig(sources=[source], decontaminate=DecontamOptions(enabled=False))
+    with pytest.raises(ConfigError, match=r"no task left to train on \(dropped: \{'in_process': \d+\}\)"):
+        build_tasks(tasks, tmp_path, pool, config.limits)
+    tasks.include_in_process = True
+    built = build_tasks(tasks, tmp_path, pool, config.limits)
+    n = len(built.tasks)
+    assert n >= 1 and built.manifest["kept"] == built.manifest["candidates"] == n
+    fmt, ids = get_format("editcoder"), list(built.tasks)
+    rewards = VerdictRewards(built.tasks, fmt, lambda python: pool, config.limits, RewardConfig())
+    after = [fmt.completion(built.tasks[t].problem.after) for t in ids]
+    before = [fmt.completion(built.tasks[t].problem.before) for t in ids]
+    assert rewards.rewards("pass", ids, after) == [1.0] * n
+    assert rewards.monitor(rewards.verdicts(ids, after))["judged/in_process"] == 1.0
+    assert rewards.rewards("pass", ids, before) == [0.0] * n
