@@ -101,3 +101,66 @@ def test_a_kind_judged_in_the_programs_process_is_left_out_unless_asked(sandbox,
     assert rewards.rewards("pass", ids, after) == [1.0] * n
     assert rewards.monitor(rewards.verdicts(ids, after))["judged/in_process"] == 1.0
     assert rewards.rewards("pass", ids, before) == [0.0] * n
+
+
+# The class of route: a reward decided in the candidate's own process. Three variants of it, each
+# left out of RL by default: tests that reach into the program (three static reasons), a kind that
+# judges with its own spy (above: API-update), and a kind plugged in without declaring split verdicts.
+REACHING_TESTS = {
+    "reads-namespace": "assert globals()['f']() == 2\n",
+    "imports-the-program": "from main import f\nassert f() == 2\n",
+    "patches-the-program": "from unittest import mock\nassert f() == 2\nassert mock\n",
+}
+
+
+def test_every_problem_whose_tests_reach_into_the_program_is_in_process(sandbox, tmp_path):
+    config, pool = sandbox
+    rows = [{**IN_PROCESS, "id": f"reach-{name}", "tests": tests} for name, tests in REACHING_TESTS.items()]
+    tasks = TasksConfig(
+        sources=[{"name": "canitedit", "path": _write(tmp_path / "reach.jsonl", rows)}],
+        synthetic=2,
+        splits=["descriptive"],
+        decontaminate=DecontamOptions(enabled=False),
+    )
+    built = build_tasks(tasks, tmp_path, pool, config.limits)
+    assert built.manifest["dropped"] == {"in_process": 3} and len(built.tasks) == 2
+
+
+def test_a_plugged_in_kind_is_in_process_unless_it_declares_split_verdicts(sandbox, tmp_path):
+    from dataclasses import dataclass
+
+    from core.benchmarks import KINDS
+    from core.benchmarks.options import BenchmarkOptions
+    from core.problems import Problem
+    from eval.benchmarks import BenchmarkKind, register
+
+    @dataclass
+    class HomeOptions(BenchmarkOptions):
+        name: str = "home-made"
+
+    class HomeMade(BenchmarkKind):  # judges program and tests together: its own choice
+        name, options = "home-made", HomeOptions
+
+        def load(self, options):
+            return [Problem("h", "h", "x = 1\n", "x = 2\n", "assert x == 2\n", {"only": "Set x to 2."})]
+
+        def execute(self, jobs, ctx):
+            results = ctx.sandbox.run_many([(j.code, j.problem.tests) for j in jobs], limits=ctx.limits)
+            return [{"status": r.status, "passed": r.passed} for r in results]
+
+        def score(self, ctx):
+            return {"metrics": {}, "per_problem": []}
+
+        def report(self, model, scored, ctx):
+            return ""
+
+    config, pool = sandbox
+    register(HomeMade())
+    try:
+        tasks = TasksConfig(
+            sources=[{"name": "home-made"}], synthetic=1, decontaminate=DecontamOptions(enabled=False)
+        )
+        built = build_tasks(tasks, tmp_path, pool, config.limits)
+        assert built.manifest["dropped"] == {"in_process": 1} and "h/only" not in built.tasks
+    finally:
+        KINDS.pop("home-made")
