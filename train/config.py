@@ -294,8 +294,11 @@ class RunConfig:
     dataset_num_proc: int | None = None
     dataloader_num_workers: int = 0
 
-    def validate(self) -> None:
+    def validate(self, wandb: bool = True) -> None:
+        """`wandb`: the recipe's own switch; either one off turns wandb off, other trackers stay."""
         self.report_to = parse_report_to(self.report_to)
+        if not wandb:
+            self.report_to = [name for name in self.report_to if name != "wandb"]
         if self.push_to_hub and not self.hub_model_id:
             raise ConfigError("run.push_to_hub=true needs run.hub_model_id=NAME or ORG/NAME (the hub repo)")
         if self.hub_model_id is not None and not re.fullmatch(r"([\w.-]+/)?[\w.-]+", self.hub_model_id):
@@ -318,9 +321,7 @@ class SFTAppConfig:
         self.data.validate()
         for spec in self.data.specs():
             spec.validate()
-        self.run.validate()
-        if not self.recipe.wandb.enabled:  # either switch turns wandb off; other trackers stay
-            self.run.report_to = [name for name in self.run.report_to if name != "wandb"]
+        self.run.validate(self.recipe.wandb.enabled)
         if self.deepspeed_config is not None:
             deepspeed_config_path(self.deepspeed_config)  # raises when missing
             if self.recipe.compile_layers and zero_stage(self.deepspeed_config) == 3:

@@ -97,9 +97,7 @@ class RLAppConfig:
     def validate(self) -> None:
         self.recipe.validate()
         self.tasks.validate()
-        self.run.validate()
-        if not self.recipe.wandb.enabled:  # either switch turns wandb off; other trackers stay
-            self.run.report_to = [name for name in self.run.report_to if name != "wandb"]
+        self.run.validate(self.recipe.wandb.enabled)
         if self.deepspeed_config is not None:
             deepspeed_config_path(self.deepspeed_config)  # raises when missing
         if self.recipe.generation != "hf" and self.recipe.lora is not None and self.deepspeed_config:
