@@ -19,6 +19,7 @@ from core.formats import PromptFormat
 from core.sandbox import Sandbox
 from core.sandbox.config import SandboxConfig
 from train.rl_rewards import RewardConfig, RLTask, VerdictRewards
+from train.rl_tasks import task_prompt
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +53,7 @@ class HackProbe(TrainerCallback):
 
     def hack_rate(self, model: Any) -> float:
         """The share of probe tasks the policy's greedy answer passes."""
-        prompts = [
-            self.fmt.prompt(t.problem.shown, t.problem.instructions[t.split]) for t in self.tasks.values()
-        ]
+        prompts = [task_prompt(t, self.fmt, self.tokenizer) for t in self.tasks.values()]
         batch = self.tokenizer(prompts, return_tensors="pt", padding=True).to(model.device)
         was_training = model.training
         model.eval()

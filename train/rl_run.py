@@ -17,7 +17,7 @@ from accelerate import PartialState
 from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback, set_seed
 
 from core.errors import ConfigError
-from core.formats import ChatFormat, get_format
+from core.formats import get_format
 from core.layout import FINAL_DIR, METRICS_FILE, write_trained_config
 from core.sandbox import Sandbox
 from train.attention import resolve_attn_implementation
@@ -26,7 +26,7 @@ from train.modeling import torch_dtype
 from train.rl_config import RLAppConfig
 from train.rl_probe import HackProbe
 from train.rl_rewards import VerdictRewards
-from train.rl_tasks import TaskSet, build_tasks
+from train.rl_tasks import TaskSet, build_tasks, task_prompt
 from train.sft_run import push_final, resume_checkpoint, shared_arguments
 
 log = logging.getLogger(__name__)
@@ -114,13 +114,9 @@ class RLRun:
         a cut prompt asks for another edit)."""
         from datasets import Dataset
 
-        fmt, rows, too_long = self.format, [], 0
+        rows, too_long = [], 0
         for task_id, task in self.tasks.tasks.items():
-            instruction = task.problem.instructions[task.split]
-            if isinstance(fmt, ChatFormat):
-                prompt = fmt.prompt(task.problem.shown, instruction, self.tokenizer)
-            else:
-                prompt = fmt.prompt(task.problem.shown, instruction)
+            prompt = task_prompt(task, self.format, self.tokenizer)
             if len(self.tokenizer(prompt)["input_ids"]) > self.app.recipe.max_prompt_length:
                 too_long += 1
                 continue

@@ -25,6 +25,7 @@ from typing import Any
 
 from core.benchmarks import options_from
 from core.errors import ConfigError
+from core.formats import PromptFormat
 from core.problems import Problem
 from core.sandbox import Sandbox, SandboxLimits
 from data_pipeline.config import DecontamOptions, DedupOptions
@@ -166,3 +167,11 @@ def _decontaminate(
         else:
             kept.append(task)
     return kept
+
+
+def task_prompt(task: RLTask, fmt: PromptFormat, tokenizer: Any = None) -> str:
+    """The prompt evaluation would show for the task (`eval.generate.build_requests`: the problem's
+    shown code, its split's instruction, a chat format rendered with `tokenizer`)."""
+    from eval.generate import build_requests
+
+    return build_requests([task.problem], [task.split], fmt, tokenizer)[0].prompt
