@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,8 @@ from core.logs import quiet_libraries, rank, setup_logging
 DEBUG_ENV = "EDITFORGE_DEBUG"
 USER_ERROR_EXIT = 2
 INTERRUPTED_EXIT = 128 + 2  # a shell's status for a command ended by SIGINT
+RANK_ERROR_WAIT_ENV = "EDITFORGE_RANK_ERROR_WAIT_S"
+RANK_ERROR_WAIT_S = 60.0  # how long a rank other than 0 leaves rank 0 to report a start-up error
 
 
 @dataclass(frozen=True)
@@ -60,14 +63,29 @@ def run_app(app: App, argv: list[str] | None = None) -> None:
     except Exception as err:
         if os.environ.get(DEBUG_ENV, "") not in ("", "0") or not is_user_error(err):
             raise
-        if rank() == 0:
-            print(f"error: {one_line(err)}", file=sys.stderr, flush=True)
+        print_user_error(err)
         sys.exit(USER_ERROR_EXIT)
     finally:
         if full_error is None:
             os.environ.pop("HYDRA_FULL_ERROR", None)
         else:
             os.environ["HYDRA_FULL_ERROR"] = full_error
+
+
+def print_user_error(err: BaseException) -> None:
+    """One `error:` line for the whole launch, however the ranks are scheduled.
+
+    Every rank meets the same start-up check, and rank 0 speaks for them. Another rank waits
+    before it exits: torchrun stops the whole launch at the first rank that exits, which must
+    not be one that stays silent while rank 0 is still on its way to the line (eight ranks on
+    two cores start seconds apart). If rank 0 never fails (a check only this rank failed), the
+    rank speaks for itself after the wait.
+    """
+    if rank() != 0:
+        time.sleep(float(os.environ.get(RANK_ERROR_WAIT_ENV, RANK_ERROR_WAIT_S)))
+        print(f"error: rank {rank()}: {one_line(err)}", file=sys.stderr, flush=True)
+        return
+    print(f"error: {one_line(err)}", file=sys.stderr, flush=True)
 
 
 def interrupted_message(app: App, validated: list[Any]) -> str:

@@ -197,3 +197,57 @@ def test_the_ctrl_c_line_says_whether_the_same_command_resumes():
     )
     starts_over = App("build", object, run=print, interrupted="nothing was written to {out}; it starts over")
     assert interrupted_message(starts_over, [cfg]) == "nothing was written to out=runs/x; it starts over"
+
+
+LATE_RANK_0 = """
+import os, sys, time
+from dataclasses import dataclass
+sys.path.insert(0, {repo!r})
+from core.entry import App, run_app
+from core.errors import UserError
+
+@dataclass
+class Config:
+    def validate(self) -> None:
+        pass  # nothing to check: the preflight below is what fails
+
+def preflight(config: Config) -> None:
+    if os.environ["RANK"] == "0":
+        time.sleep(4)  # rank 0 scheduled last, as eight ranks on two cores are
+    raise UserError("this launch needs a GPU")
+
+if __name__ == "__main__":
+    run_app(App("app", Config, run=print, preflight=preflight, config_dir={config_dir!r}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rank_0_fails", [True, False])
+def test_a_start_up_error_under_torchrun_is_one_line_however_the_ranks_are_scheduled(tmp_path, rank_0_fails):
+    """The first rank to exit ends the launch: it must not be a silent one."""
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "app.yaml").write_text("{}\n")
+    script = LATE_RANK_0.format(repo=str(REPO), config_dir=str(tmp_path / "conf"))
+    if not rank_0_fails:  # a check only the other ranks fail: they speak for themselves, after the wait
+        script = script.replace(
+            'raise UserError("this', 'if os.environ["RANK"] != "0": raise UserError("this'
+        )
+        script = script.replace("time.sleep(4)", "time.sleep(60)")
+    (tmp_path / "app.py").write_text(script)
+    torchrun = Path(sys.executable).with_name("torchrun")
+    proc = subprocess.run(
+        [str(torchrun), "--nproc_per_node", "3", str(tmp_path / "app.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**ENV, "OMP_NUM_THREADS": "1", "EDITFORGE_RANK_ERROR_WAIT_S": "2" if not rank_0_fails else "60"},
+    )
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert proc.returncode != 0
+    if rank_0_fails:
+        assert errors == ["error: this launch needs a GPU"], proc.stderr[-3000:]
+    else:
+        assert errors and all(e.startswith("error: rank ") and "needs a GPU" in e for e in errors), (
+            proc.stderr
+        )
