@@ -9,18 +9,8 @@ its region: "inside" when the mutated node's first line is one the edit added or
 does not pass. A low outside kill rate means the tests would let a model break code it was
 told to keep.
 
-Operators (one change per mutant; the table is `BINARY_SWAPS`, `COMPARE_SWAPS`, `BOOL_SWAPS`):
-
-- ``delete``: a simple statement becomes ``pass`` (not ``pass`` itself, docstrings or other
-  bare constants; not a def, class or block: a block spans both regions, so its inner
-  statements are mutated one by one instead);
-- ``negate``: the test ``c`` of an if, while, ternary or assert becomes ``not c``;
-- ``constant``: an int or float ``c`` becomes ``c + 1`` (0 -> 1), True <-> False, a non-empty
-  str becomes "" and "" becomes "x"; None, bytes, docstrings, annotations and f-string text
-  are left alone;
-- ``operator``: + <-> -, * <-> /, // -> *, % -> //, ** -> *, << <-> >>, & <-> |, ^ -> |
-  (binary and augmented assignment); < <-> <=, > <-> >=, == <-> !=, is <-> is not,
-  in <-> not in (each operator of a chained comparison apart); and <-> or.
+The operators are `core.mutation`'s (delete, negate, constant, operator); a block spans both
+regions, so its inner statements are mutated one by one instead.
 
 Mutant source is `ast.unparse` of the mutated module (comments and layout are lost; the
 whole program is re-run, and a control run of the unmutated, unparsed reference must pass
@@ -50,12 +40,10 @@ from __future__ import annotations
 import ast
 import dataclasses
 import random
-from collections import defaultdict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.mutation import Site, applied, mutation_sites, preorder, shown_change, spread
 from core.problems import Problem
 from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from eval.audit.linecoverage import diff_region, prelude_lines, source_lines
@@ -63,49 +51,6 @@ from eval.excess_code import CoverageError, CoverageReport, coverage_of
 from eval.execute import declared_unverified
 
 REGIONS = ("inside", "outside")
-OPERATORS = ("delete", "negate", "constant", "operator")
-
-BINARY_SWAPS: dict[type[ast.AST], type[ast.AST]] = {
-    ast.Add: ast.Sub,
-    ast.Sub: ast.Add,
-    ast.Mult: ast.Div,
-    ast.Div: ast.Mult,
-    ast.FloorDiv: ast.Mult,
-    ast.Mod: ast.FloorDiv,
-    ast.Pow: ast.Mult,
-    ast.LShift: ast.RShift,
-    ast.RShift: ast.LShift,
-    ast.BitAnd: ast.BitOr,
-    ast.BitOr: ast.BitAnd,
-    ast.BitXor: ast.BitOr,
-}
-COMPARE_SWAPS: dict[type[ast.AST], type[ast.AST]] = {
-    ast.Lt: ast.LtE,
-    ast.LtE: ast.Lt,
-    ast.Gt: ast.GtE,
-    ast.GtE: ast.Gt,
-    ast.Eq: ast.NotEq,
-    ast.NotEq: ast.Eq,
-    ast.Is: ast.IsNot,
-    ast.IsNot: ast.Is,
-    ast.In: ast.NotIn,
-    ast.NotIn: ast.In,
-}
-BOOL_SWAPS: dict[type[ast.AST], type[ast.AST]] = {ast.And: ast.Or, ast.Or: ast.And}
-
-_BLOCKS = (
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.ClassDef,
-    ast.If,
-    ast.For,
-    ast.AsyncFor,
-    ast.While,
-    ast.With,
-    ast.AsyncWith,
-    ast.Try,
-    *((ast.TryStar, ast.Match) if hasattr(ast, "TryStar") else (ast.Match,)),
-)
 
 
 @dataclass(frozen=True)
@@ -129,172 +74,6 @@ class MutantSample:
     equivalent: dict[str, int]
 
 
-@dataclass(frozen=True)
-class _Site:
-    """A mutation: replace `getattr(nodes[node], field)` (or its `[key]`) by `change(old)`."""
-
-    node: int
-    field: str
-    key: int | None
-    change: Callable[[Any], Any]
-    operator: str
-    line: int
-    statement_line: int
-
-
-def _preorder(tree: ast.AST) -> list[ast.AST]:
-    """Every node in a fixed order, so a site's index means the same node on every walk."""
-    nodes, stack = [], [tree]
-    while stack:
-        node = stack.pop()
-        nodes.append(node)
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
-    return nodes
-
-
-def _first_line(stmt: ast.stmt) -> int:
-    """The line coverage.py numbers a statement by: a decorated def starts at its first decorator."""
-    decorators = getattr(stmt, "decorator_list", None) or []
-    return min([stmt.lineno, *(d.lineno for d in decorators)])
-
-
-def _is_bare_constant(stmt: ast.AST) -> bool:
-    """A docstring or other constant statement: deleting or changing it changes nothing testable."""
-    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
-
-
-def _mutated_constant(value: Any) -> tuple[bool, Any]:
-    if isinstance(value, bool):
-        return True, not value
-    if isinstance(value, int | float):
-        return True, value + 1
-    if isinstance(value, str):
-        return True, "" if value else "x"
-    return False, None
-
-
-def _context(tree: ast.Module) -> tuple[dict[int, int], set[int]]:
-    """Per node id: the first line of its enclosing statement; and the ids never mutated
-    (annotations, docstrings and bare constants, f-string text)."""
-    statement_of: dict[int, int] = {}
-    frozen: set[int] = set()
-
-    def visit(node: ast.AST, stmt_line: int, skip: bool) -> None:
-        if isinstance(node, ast.stmt):
-            stmt_line = _first_line(node)
-        statement_of[id(node)] = stmt_line
-        if skip:
-            frozen.add(id(node))
-        for name, value in ast.iter_fields(node):
-            children = value if isinstance(value, list) else [value]
-            for child in children:
-                if isinstance(child, ast.AST):
-                    child_skip = (
-                        skip
-                        or name in ("annotation", "returns")
-                        or (isinstance(node, ast.JoinedStr) and isinstance(child, ast.Constant))
-                        or _is_bare_constant(node)
-                    )
-                    visit(child, stmt_line, child_skip)
-
-    visit(tree, 1, False)
-    return statement_of, frozen
-
-
-def _sites(tree: ast.Module, nodes: list[ast.AST]) -> list[_Site]:
-    """Every first-order mutation of `tree` the operator table allows, in node order."""
-    statement_of, frozen = _context(tree)
-    sites: list[_Site] = []
-
-    def add(i: int, name: str, key: int | None, change: Callable[[Any], Any], op: str, line: int) -> None:
-        sites.append(_Site(i, name, key, change, op, line, statement_of[id(nodes[i])]))
-
-    for i, node in enumerate(nodes):
-        if id(node) in frozen:
-            continue
-        for name, value in ast.iter_fields(node):  # delete: a simple statement of any body
-            if isinstance(value, list) and value and all(isinstance(s, ast.stmt) for s in value):
-                for k, stmt in enumerate(value):
-                    if not isinstance(stmt, (ast.Pass, *_BLOCKS)) and not _is_bare_constant(stmt):
-                        line = _first_line(stmt)
-                        sites.append(_Site(i, name, k, lambda _old: ast.Pass(), "delete", line, line))
-        if isinstance(node, ast.If | ast.While | ast.IfExp | ast.Assert):
-            add(i, "test", None, lambda old: ast.UnaryOp(ast.Not(), old), "negate", node.test.lineno)
-        if isinstance(node, ast.Constant):
-            ok, new = _mutated_constant(node.value)
-            if ok:
-                add(i, "value", None, lambda _old, new=new: new, "constant", node.lineno)
-        if isinstance(node, ast.BinOp | ast.AugAssign) and type(node.op) in BINARY_SWAPS:
-            add(i, "op", None, lambda old: BINARY_SWAPS[type(old)](), "operator", node.lineno)
-        if isinstance(node, ast.BoolOp):
-            add(i, "op", None, lambda old: BOOL_SWAPS[type(old)](), "operator", node.lineno)
-        if isinstance(node, ast.Compare):
-            for k, op in enumerate(node.ops):
-                if type(op) in COMPARE_SWAPS:
-                    add(i, "ops", k, lambda old: COMPARE_SWAPS[type(old)](), "operator", node.lineno)
-    return sites
-
-
-@contextmanager
-def _applied(nodes: list[ast.AST], site: _Site) -> Iterator[tuple[Any, Any]]:
-    """Apply `site` to the tree in place for the duration of the block; yields (old, new)."""
-    holder = nodes[site.node]
-    current = getattr(holder, site.field)
-    old = current[site.key] if site.key is not None else current
-    new = site.change(old)
-    if site.key is not None:
-        current[site.key] = new
-    else:
-        setattr(holder, site.field, new)
-    try:
-        yield old, new
-    finally:
-        if site.key is not None:
-            current[site.key] = old
-        else:
-            setattr(holder, site.field, old)
-
-
-def _short(node: ast.AST) -> str:
-    text = " ".join(ast.unparse(node).split())
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _shown(nodes: list[ast.AST], site: _Site) -> str:
-    """The smallest node that shows the change, as one short line (read before and while applied)."""
-    holder = nodes[site.node]
-    if site.operator == "delete":
-        return _short(getattr(holder, site.field)[site.key])
-    return _short(getattr(holder, site.field) if site.operator == "negate" else holder)
-
-
-def _spread(sites: list[_Site], cap: int, rng: random.Random) -> list[_Site]:
-    """At most `cap` sites: round-robin over operators, each cycling over its lines (seeded)."""
-    if len(sites) <= cap:
-        return list(sites)
-    queues: list[list[_Site]] = []
-    for op in sorted({s.operator for s in sites}):
-        by_line: dict[int, list[_Site]] = defaultdict(list)
-        for s in sites:
-            if s.operator == op:
-                by_line[s.line].append(s)
-        lines = sorted(by_line)
-        rng.shuffle(lines)
-        for line in lines:
-            rng.shuffle(by_line[line])
-        queue: list[_Site] = []
-        while any(by_line.values()):
-            queue.extend(by_line[line].pop() for line in lines if by_line[line])
-        queues.append(queue)
-    rng.shuffle(queues)
-    picked: list[_Site] = []
-    while len(picked) < cap:
-        for queue in queues:
-            if queue and len(picked) < cap:
-                picked.append(queue.pop(0))
-    return picked
-
-
 def sample_mutants(reference: str, diff_lines: set[int], cap: int = 20, seed: int = 0) -> MutantSample:
     """First-order mutants of `reference`, at most `cap` per region, deterministic for `seed`.
 
@@ -305,15 +84,15 @@ def sample_mutants(reference: str, diff_lines: set[int], cap: int = 20, seed: in
     if cap < 0:
         raise ValueError(f"cap must be >= 0, got {cap}")
     tree = ast.parse(reference)
-    nodes = _preorder(tree)
+    nodes = preorder(tree)
     seen = {ast.dump(tree)}
-    distinct: dict[str, list[_Site]] = {r: [] for r in REGIONS}
+    distinct: dict[str, list[Site]] = {r: [] for r in REGIONS}
     generated = dict.fromkeys(REGIONS, 0)
     equivalent = dict.fromkeys(REGIONS, 0)
-    for site in _sites(tree, nodes):
+    for site in mutation_sites(tree, nodes):
         region = "inside" if site.line in diff_lines else "outside"
         generated[region] += 1
-        with _applied(nodes, site):
+        with applied(nodes, site):
             dump = ast.dump(tree)
         if dump in seen:
             equivalent[region] += 1
@@ -322,11 +101,11 @@ def sample_mutants(reference: str, diff_lines: set[int], cap: int = 20, seed: in
         distinct[region].append(site)
     mutants: list[Mutant] = []
     for region in REGIONS:
-        for site in _spread(distinct[region], cap, random.Random(f"{seed}:{region}")):
-            before = _shown(nodes, site)
-            with _applied(nodes, site):
+        for site in spread(distinct[region], cap, random.Random(f"{seed}:{region}")):
+            before = shown_change(nodes, site)
+            with applied(nodes, site):
                 source = ast.unparse(tree) + "\n"
-                after = _shown(nodes, site) if site.operator != "delete" else "pass"
+                after = shown_change(nodes, site) if site.operator != "delete" else "pass"
             description = f"{site.operator}: `{before}` -> `{after}`"
             mutants.append(Mutant(site.line, site.operator, region, source, description, site.statement_line))
     mutants.sort(key=lambda m: (REGIONS.index(m.region), m.line, m.operator, m.description))

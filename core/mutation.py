@@ -1,0 +1,237 @@
+"""First-order, AST-level mutation operators, shared by the benchmark audit and the fix-task builder.
+
+One change per mutant (the tables are `BINARY_SWAPS`, `COMPARE_SWAPS`, `BOOL_SWAPS`):
+
+- ``delete``: a simple statement becomes ``pass`` (not ``pass`` itself, docstrings or other
+  bare constants; not a def, class or block);
+- ``negate``: the test ``c`` of an if, while, ternary or assert becomes ``not c``;
+- ``constant``: an int or float ``c`` becomes ``c + 1`` (0 -> 1), True <-> False, a non-empty
+  str becomes "" and "" becomes "x"; None, bytes, docstrings, annotations and f-string text
+  are left alone;
+- ``operator``: + <-> -, * <-> /, // -> *, % -> //, ** -> *, << <-> >>, & <-> |, ^ -> |
+  (binary and augmented assignment); < <-> <=, > <-> >=, == <-> !=, is <-> is not,
+  in <-> not in (each operator of a chained comparison apart); and <-> or.
+
+A `Site` is one such change, applied in place (`applied`) and undone, so one parsed tree serves
+every mutant of a program.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+OPERATORS = ("delete", "negate", "constant", "operator")
+
+BINARY_SWAPS: dict[type[ast.AST], type[ast.AST]] = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Div,
+    ast.Div: ast.Mult,
+    ast.FloorDiv: ast.Mult,
+    ast.Mod: ast.FloorDiv,
+    ast.Pow: ast.Mult,
+    ast.LShift: ast.RShift,
+    ast.RShift: ast.LShift,
+    ast.BitAnd: ast.BitOr,
+    ast.BitOr: ast.BitAnd,
+    ast.BitXor: ast.BitOr,
+}
+COMPARE_SWAPS: dict[type[ast.AST], type[ast.AST]] = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
+BOOL_SWAPS: dict[type[ast.AST], type[ast.AST]] = {ast.And: ast.Or, ast.Or: ast.And}
+
+BLOCKS = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.If,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+    *((ast.TryStar, ast.Match) if hasattr(ast, "TryStar") else (ast.Match,)),
+)
+
+
+@dataclass(frozen=True)
+class Site:
+    """A mutation: replace `getattr(nodes[node], field)` (or its `[key]`) by `change(old)`."""
+
+    node: int
+    field: str
+    key: int | None
+    change: Callable[[Any], Any]
+    operator: str
+    line: int
+    statement_line: int
+
+
+def preorder(tree: ast.AST) -> list[ast.AST]:
+    """Every node in a fixed order, so a site's index means the same node on every walk."""
+    nodes, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+    return nodes
+
+
+def first_line(stmt: ast.stmt) -> int:
+    """The line coverage.py numbers a statement by: a decorated def starts at its first decorator."""
+    decorators = getattr(stmt, "decorator_list", None) or []
+    return min([stmt.lineno, *(d.lineno for d in decorators)])
+
+
+def is_bare_constant(stmt: ast.AST) -> bool:
+    """A docstring or other constant statement: deleting or changing it changes nothing testable."""
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+
+
+def _mutated_constant(value: Any) -> tuple[bool, Any]:
+    if isinstance(value, bool):
+        return True, not value
+    if isinstance(value, int | float):
+        return True, value + 1
+    if isinstance(value, str):
+        return True, "" if value else "x"
+    return False, None
+
+
+def mutation_context(tree: ast.Module) -> tuple[dict[int, int], set[int]]:
+    """Per node id: the first line of its enclosing statement; and the ids never mutated
+    (annotations, docstrings and bare constants, f-string text)."""
+    statement_of: dict[int, int] = {}
+    frozen: set[int] = set()
+
+    def visit(node: ast.AST, stmt_line: int, skip: bool) -> None:
+        if isinstance(node, ast.stmt):
+            stmt_line = first_line(node)
+        statement_of[id(node)] = stmt_line
+        if skip:
+            frozen.add(id(node))
+        for name, value in ast.iter_fields(node):
+            children = value if isinstance(value, list) else [value]
+            for child in children:
+                if isinstance(child, ast.AST):
+                    child_skip = (
+                        skip
+                        or name in ("annotation", "returns")
+                        or (isinstance(node, ast.JoinedStr) and isinstance(child, ast.Constant))
+                        or is_bare_constant(node)
+                    )
+                    visit(child, stmt_line, child_skip)
+
+    visit(tree, 1, False)
+    return statement_of, frozen
+
+
+def mutation_sites(tree: ast.Module, nodes: list[ast.AST]) -> list[Site]:
+    """Every first-order mutation of `tree` the operator table allows, in node order."""
+    statement_of, frozen = mutation_context(tree)
+    sites: list[Site] = []
+
+    def add(i: int, name: str, key: int | None, change: Callable[[Any], Any], op: str, line: int) -> None:
+        sites.append(Site(i, name, key, change, op, line, statement_of[id(nodes[i])]))
+
+    for i, node in enumerate(nodes):
+        if id(node) in frozen:
+            continue
+        for name, value in ast.iter_fields(node):  # delete: a simple statement of any body
+            if isinstance(value, list) and value and all(isinstance(s, ast.stmt) for s in value):
+                for k, stmt in enumerate(value):
+                    if not isinstance(stmt, (ast.Pass, *BLOCKS)) and not is_bare_constant(stmt):
+                        line = first_line(stmt)
+                        sites.append(Site(i, name, k, lambda _old: ast.Pass(), "delete", line, line))
+        if isinstance(node, ast.If | ast.While | ast.IfExp | ast.Assert):
+            add(i, "test", None, lambda old: ast.UnaryOp(ast.Not(), old), "negate", node.test.lineno)
+        if isinstance(node, ast.Constant):
+            ok, new = _mutated_constant(node.value)
+            if ok:
+                add(i, "value", None, lambda _old, new=new: new, "constant", node.lineno)
+        if isinstance(node, ast.BinOp | ast.AugAssign) and type(node.op) in BINARY_SWAPS:
+            add(i, "op", None, lambda old: BINARY_SWAPS[type(old)](), "operator", node.lineno)
+        if isinstance(node, ast.BoolOp):
+            add(i, "op", None, lambda old: BOOL_SWAPS[type(old)](), "operator", node.lineno)
+        if isinstance(node, ast.Compare):
+            for k, op in enumerate(node.ops):
+                if type(op) in COMPARE_SWAPS:
+                    add(i, "ops", k, lambda old: COMPARE_SWAPS[type(old)](), "operator", node.lineno)
+    return sites
+
+
+@contextmanager
+def applied(nodes: list[ast.AST], site: Site) -> Iterator[tuple[Any, Any]]:
+    """Apply `site` to the tree in place for the duration of the block; yields (old, new)."""
+    holder = nodes[site.node]
+    current = getattr(holder, site.field)
+    old = current[site.key] if site.key is not None else current
+    new = site.change(old)
+    if site.key is not None:
+        current[site.key] = new
+    else:
+        setattr(holder, site.field, new)
+    try:
+        yield old, new
+    finally:
+        if site.key is not None:
+            current[site.key] = old
+        else:
+            setattr(holder, site.field, old)
+
+
+def _short(node: ast.AST) -> str:
+    text = " ".join(ast.unparse(node).split())
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def shown_change(nodes: list[ast.AST], site: Site) -> str:
+    """The smallest node that shows the change, as one short line (read before and while applied)."""
+    holder = nodes[site.node]
+    if site.operator == "delete":
+        return _short(getattr(holder, site.field)[site.key])
+    return _short(getattr(holder, site.field) if site.operator == "negate" else holder)
+
+
+def spread(sites: list[Site], cap: int, rng: random.Random) -> list[Site]:
+    """At most `cap` sites: round-robin over operators, each cycling over its lines (seeded)."""
+    if len(sites) <= cap:
+        return list(sites)
+    queues: list[list[Site]] = []
+    for op in sorted({s.operator for s in sites}):
+        by_line: dict[int, list[Site]] = defaultdict(list)
+        for s in sites:
+            if s.operator == op:
+                by_line[s.line].append(s)
+        lines = sorted(by_line)
+        rng.shuffle(lines)
+        for line in lines:
+            rng.shuffle(by_line[line])
+        queue: list[Site] = []
+        while any(by_line.values()):
+            queue.extend(by_line[line].pop() for line in lines if by_line[line])
+        queues.append(queue)
+    rng.shuffle(queues)
+    picked: list[Site] = []
+    while len(picked) < cap:
+        for queue in queues:
+            if queue and len(picked) < cap:
+                picked.append(queue.pop(0))
+    return picked
