@@ -115,6 +115,10 @@ def _mutated_constant(value: Any) -> tuple[bool, Any]:
     return False, None
 
 
+def _replaced_by(value: Any) -> Callable[[Any], Any]:
+    return lambda _old: value
+
+
 def mutation_context(tree: ast.Module) -> tuple[dict[int, int], set[int]]:
     """Per node id: the first line of its enclosing statement; and the ids never mutated
     (annotations, docstrings and bare constants, f-string text)."""
@@ -165,7 +169,7 @@ def mutation_sites(tree: ast.Module, nodes: list[ast.AST]) -> list[Site]:
         if isinstance(node, ast.Constant):
             ok, new = _mutated_constant(node.value)
             if ok:
-                add(i, "value", None, lambda _old, new=new: new, "constant", node.lineno)
+                add(i, "value", None, _replaced_by(new), "constant", node.lineno)
         if isinstance(node, ast.BinOp | ast.AugAssign) and type(node.op) in BINARY_SWAPS:
             add(i, "op", None, lambda old: BINARY_SWAPS[type(old)](), "operator", node.lineno)
         if isinstance(node, ast.BoolOp):
@@ -235,3 +239,133 @@ def spread(sites: list[Site], cap: int, rng: random.Random) -> list[Site]:
             if queue and len(picked) < cap:
                 picked.append(queue.pop(0))
     return picked
+
+
+# Bug patterns of real commits (the fix-task builder's operators beside the audit's):
+PATTERNS = ("off_by_one", "flipped_comparison", "swapped_arguments", "missing_branch", "wrong_return")
+FLIPS: dict[type[ast.AST], type[ast.AST]] = {
+    ast.Lt: ast.Gt,
+    ast.Gt: ast.Lt,
+    ast.LtE: ast.GtE,
+    ast.GtE: ast.LtE,
+}
+
+
+def _is_one(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int and node.value == 1
+
+
+def _returned_part(value: ast.expr) -> ast.expr | None:
+    """What a wrong `return` gives back: part of the right value (`f(x)` -> `x`, `a + b` -> `a`,
+    `not c` -> `c`), or None for a plain name."""
+    if isinstance(value, ast.Call) and value.args and not isinstance(value.args[0], ast.Starred):
+        return value.args[0]
+    if isinstance(value, ast.BinOp):
+        return value.left
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
+        return value.operand
+    if isinstance(value, ast.Name | ast.Attribute | ast.Subscript):
+        return ast.Constant(None)
+    return None
+
+
+def pattern_sites(tree: ast.Module, nodes: list[ast.AST]) -> list[Site]:
+    """Every bug-pattern change of `tree`, in node order:
+
+    - ``off_by_one``: ``x + 1`` / ``x - 1`` becomes ``x``; an int bound of ``range(...)`` or of a
+      slice, or an int index, moves down by one (the audit's ``constant`` moves it up);
+    - ``flipped_comparison``: < <-> >, <= <-> >= (the audit's ``operator`` keeps the direction);
+    - ``swapped_arguments``: the first two positional arguments of a call trade places;
+    - ``missing_branch``: an ``if`` loses its ``else`` (or ``elif`` chain), or a guard ``if``
+      without one is removed whole;
+    - ``wrong_return``: ``return f(x)`` returns ``x``, ``return a + b`` returns ``a``, ``return not c``
+      returns ``c``, ``return name`` returns None.
+    """
+    statement_of, frozen = mutation_context(tree)
+    sites: list[Site] = []
+
+    def add(i: int, name: str, key: int | None, change: Callable[[Any], Any], op: str, line: int) -> None:
+        sites.append(Site(i, name, key, change, op, line, statement_of[id(nodes[i])]))
+
+    index = {id(node): i for i, node in enumerate(nodes)}
+    lowered: set[int] = set()  # int constants already given an off_by_one site
+    for i, node in enumerate(nodes):
+        if id(node) in frozen:
+            continue
+        for name, value in ast.iter_fields(node):  # `x + 1` / `x - 1` as a field or a list item
+            items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
+            for key, item in items:
+                if (
+                    isinstance(item, ast.BinOp)
+                    and isinstance(item.op, ast.Add | ast.Sub)
+                    and _is_one(item.right)
+                ):
+                    add(i, name, key, lambda old: old.left, "off_by_one", item.lineno)
+        bounds: list[ast.AST] = []
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range":
+            bounds = list(node.args)
+        elif isinstance(node, ast.Slice):
+            bounds = [b for b in (node.lower, node.upper) if b is not None]
+        elif isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Slice):
+            bounds = [node.slice]
+        for bound in bounds:
+            if (
+                isinstance(bound, ast.Constant)
+                and type(bound.value) is int
+                and bound.value > 0  # -1 would be written `-1`, a different tree
+                and id(bound) not in lowered
+            ):
+                lowered.add(id(bound))
+                add(index[id(bound)], "value", None, lambda old: old - 1, "off_by_one", bound.lineno)
+        if isinstance(node, ast.Compare):
+            for k, op in enumerate(node.ops):
+                if type(op) in FLIPS:
+                    add(i, "ops", k, lambda old: FLIPS[type(old)](), "flipped_comparison", node.lineno)
+        if (
+            isinstance(node, ast.Call)
+            and len(node.args) >= 2
+            and not any(isinstance(a, ast.Starred) for a in node.args[:2])
+            and ast.dump(node.args[0]) != ast.dump(node.args[1])
+        ):
+            add(i, "args", None, lambda old: [old[1], old[0], *old[2:]], "swapped_arguments", node.lineno)
+        if isinstance(node, ast.If) and node.orelse:
+            add(i, "orelse", None, lambda _old: [], "missing_branch", node.lineno)
+        for name, value in ast.iter_fields(node):  # a guard `if` without else, removed whole
+            if isinstance(value, list) and len(value) > 1 and all(isinstance(s, ast.stmt) for s in value):
+                for k, stmt in enumerate(value):
+                    if isinstance(stmt, ast.If) and not stmt.orelse:
+                        line = first_line(stmt)
+                        sites.append(Site(i, name, k, lambda _old: ast.Pass(), "missing_branch", line, line))
+        if isinstance(node, ast.Return) and node.value is not None and _returned_part(node.value) is not None:
+            add(i, "value", None, _returned_part, "wrong_return", node.lineno)
+    return sites
+
+
+def splice(source: str, tree: ast.Module, nodes: list[ast.AST], site: Site) -> str | None:
+    """`source` (the text `tree` was parsed from) with `site`'s change written over the text of the
+    smallest node it touches, so comments and layout elsewhere stay as they were; None when no
+    rewrite of that node's text parses to the mutated tree."""
+    holder = nodes[site.node]
+    value = getattr(holder, site.field)
+    old = value[site.key] if site.key is not None else value
+    target = old if isinstance(old, ast.stmt | ast.expr) else holder  # an operator, a value, a list
+    place = [getattr(target, key, None) for key in ("lineno", "col_offset", "end_lineno", "end_col_offset")]
+    if not all(isinstance(n, int) for n in place):
+        return None
+    first, col, last, end_col = (int(n) for n in place if isinstance(n, int))
+    with applied(nodes, site) as (_, new):
+        wanted = ast.dump(tree)
+        text = ast.unparse(new if target is old else holder)
+    if isinstance(target, ast.stmt):  # a block's continuation lines at the statement's own indent
+        text = text.replace("\n", "\n" + " " * col)
+    lines = source.splitlines(keepends=True)
+    head = lines[first - 1].encode()[:col].decode()  # ast columns count UTF-8 bytes
+    tail = lines[last - 1].encode()[end_col:].decode()
+    for candidate in (text, f"({text})"):
+        spliced = "".join(lines[: first - 1]) + head + candidate + tail + "".join(lines[last:])
+        try:
+            if ast.dump(ast.parse(spliced)) == wanted:
+                return spliced
+        except SyntaxError:
+            continue
+    return None
