@@ -31,7 +31,7 @@ from pathlib import Path
 from core.errors import UserError
 from core.problems import Problem
 from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
-from core.sandbox.declared import imported_roots, unverified_flags
+from core.sandbox.declared import split_modules, unverified_flags
 from core.sandbox.native import cache_dir
 
 log = logging.getLogger(__name__)
@@ -106,31 +106,9 @@ def _top_level_classes(text: str) -> set[str]:
 
 
 def benchmark_modules(problem: Problem) -> list[str]:
-    """Top-level modules the problem's own text imports, and ``name=module.path`` for each name its
-    prelude, ``before`` and reference bind by an import (``np=numpy``, ``sqrt=math.sqrt``): the
-    trusted side of a split run binds those names itself, never from the program, so the tests'
-    ``np.allclose`` is numpy's whatever the program binds to ``np``."""
-    roots = imported_roots(problem.prelude, problem.before, problem.after, problem.tests, problem.helpers)
-    return sorted(roots) + sorted(f"{name}={path}" for name, path in _import_bindings(problem).items())
-
-
-def _import_bindings(problem: Problem) -> dict[str, str]:
-    bindings: dict[str, str] = {}
-    for text in (problem.prelude, problem.before, problem.after):
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    name = alias.asname or alias.name.partition(".")[0]
-                    bindings[name] = alias.name if alias.asname else name
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for alias in node.names:
-                    if alias.name != "*":
-                        bindings[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return bindings
+    """What the trusted side of the problem's split runs imports itself (`split_modules`): the
+    modules the problem's own text imports and the names its prelude, ``before`` and reference bind."""
+    return split_modules((problem.prelude, problem.before, problem.after), (problem.tests, problem.helpers))
 
 
 def outcome(result: ExecutionResult) -> tuple[str, str]:

@@ -74,3 +74,28 @@ def unverified_flags(sandbox: Sandbox, trusted_texts: Sequence[Iterable[str]]) -
     per_job = [imported_roots(*texts) for texts in trusted_texts]
     raw = raw_memory_roots(sandbox, set().union(*per_job)) if per_job else frozenset()
     return [bool(roots & raw) for roots in per_job]
+
+
+def split_modules(bound: Sequence[str], imported: Sequence[str]) -> list[str]:
+    """What a split run's trusted side imports itself (``Sandbox.run``'s ``modules``): the top-level
+    modules every text of ``bound`` and ``imported`` imports, and ``name=module.path`` for each name
+    the ``bound`` texts (the problem's own program text) bind by a top-level import (``np=numpy``,
+    ``sqrt=math.sqrt``): the trusted side binds those names itself, never from the program, so the
+    tests' ``np.allclose`` is numpy's whatever the program binds to ``np``."""
+    bindings: dict[str, str] = {}
+    for text in bound:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    name = alias.asname or alias.name.partition(".")[0]
+                    bindings[name] = alias.name if alias.asname else name
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    if alias.name != "*":
+                        bindings[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    roots = imported_roots(*bound, *imported)
+    return sorted(roots) + sorted(f"{name}={path}" for name, path in bindings.items())
