@@ -21,6 +21,7 @@ REQUIRED_COLUMNS = ("before", "after", "instruction")
 MANIFEST_FILE = "manifest.json"
 DATASET_DIR = "dataset"
 PARQUET_FILE = "data.parquet"
+TASKS_FILE = "tasks.jsonl"  # pipeline=fix-tasks: the rows as RL tasks, in CanItEdit's schema
 
 
 def edit_features() -> Any:

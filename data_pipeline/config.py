@@ -16,8 +16,13 @@ from typing import Any
 from core.benchmarks import options_from
 from core.config import register_schema
 from core.minhash_config import MinHashConfig
+from core.mutation import OPERATORS, PATTERNS
+from core.sandbox.config import SandboxConfig
 
-SOURCE_KINDS = ("hub", "files", "disk", "git")
+SOURCE_KINDS = ("hub", "files", "disk", "git", "tree", "pypi", "benchmark")
+CODE_KINDS = ("tree", "pypi", "benchmark")  # code with tests: the sources of pipeline=fix-tasks
+PIPELINE_KINDS = ("edits", "fix_tasks")
+ALL_OPERATORS = (*OPERATORS, *PATTERNS)
 EXECUTOR_KINDS = ("local", "ray")
 OUTPUT_FORMATS = ("arrow", "parquet")
 
@@ -40,7 +45,10 @@ class SourceConfig:
     subset: str | None = None  # hub config, e.g. "python"
     split: str = "train"
     streaming: bool = True  # stream hub datasets instead of downloading them whole
-    paths: list[str] = field(default_factory=list)  # files: jsonl/json/parquet; disk: built folders
+    # files: jsonl/json/parquet; disk: built folders; tree: folders, git clones, sdists (.tar.gz, .zip)
+    paths: list[str] = field(default_factory=list)
+    packages: list[str] = field(default_factory=list)  # pypi: sdists to download, e.g. ["boltons==25.0.0"]
+    benchmarks: list[Any] = field(default_factory=list)  # benchmark: [{name: canitedit, path: FILE}]
     repos: list[str] = field(default_factory=list)  # git: local clones
     columns: dict[str, str] = field(default_factory=dict)  # raw column -> contract column
     max_bytes: int = 1_000_000  # larger before/after texts are dropped as oversized
@@ -53,7 +61,21 @@ class SourceConfig:
             raise ValueError(f"source.kind={self.kind!r}: choose one of {SOURCE_KINDS}")
         if self.kind == "hub" and not self.name:
             raise ValueError("source=hub needs source.name (a hub dataset id)")
-        if self.kind in ("files", "disk"):
+        if self.kind == "pypi" and not self.packages:
+            raise ValueError("source=pypi needs source.packages=[name==version,...]")
+        if self.kind == "benchmark":
+            if not self.benchmarks:
+                raise ValueError("source=benchmark needs source.benchmarks=[{name: canitedit, path: FILE}]")
+            for i, bench in enumerate(self.benchmarks):
+                options = options_from(bench, f"source.benchmarks[{i}]")
+                if options.path is None:
+                    raise ValueError(
+                        f"source.benchmarks[{i}]: give the path of a training set in {options.name}'s "
+                        "schema (an evaluation benchmark's own problems are what decontamination removes)"
+                    )
+                options.check_source(f"source.benchmarks[{i}]")
+                self.benchmarks[i] = options
+        if self.kind in ("files", "disk", "tree"):
             if not self.paths:
                 raise ValueError(f"source={self.kind} needs source.paths=[...]")
             missing = [p for p in self.paths if not Path(p).exists()]
@@ -108,8 +130,31 @@ class DecontamOptions:
 
 
 @dataclass
+class FixTaskOptions:
+    """pipeline=fix-tasks: how units are mutated and judged (docs/fix_tasks.md)."""
+
+    mutants_per_unit: int = 6  # candidate bugs run per unit, spread over the operators
+    operators: list[str] = field(default_factory=lambda: list(ALL_OPERATORS))
+    max_module_lines: int = 600  # longer modules are skipped (counted): a row holds the whole module
+    timeout_factor: float = 10.0  # a mutant's time limit: this times the original's run, at least...
+    min_timeout_s: float = 2.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.operators) - set(ALL_OPERATORS))
+        if unknown or not self.operators:
+            raise ValueError(f"pipeline.fix.operators={self.operators}: choose from {list(ALL_OPERATORS)}")
+        if self.mutants_per_unit < 1 or self.max_module_lines < 1:
+            raise ValueError("pipeline.fix.mutants_per_unit and max_module_lines must be at least 1")
+        if self.timeout_factor <= 0 or self.min_timeout_s <= 0:
+            raise ValueError("pipeline.fix.timeout_factor and min_timeout_s must be positive")
+
+
+@dataclass
 class PipelineConfig:
     name: str = "editpackft"
+    kind: str = "edits"  # edits (rows of a source) | fix_tasks (bugs injected into code with tests)
+    fix: FixTaskOptions = field(default_factory=FixTaskOptions)
     filters: list[FilterSpec] = field(default_factory=list)
     dedup: DedupOptions = field(default_factory=DedupOptions)
     decontaminate: DecontamOptions = field(default_factory=DecontamOptions)
@@ -122,6 +167,8 @@ class PipelineConfig:
     def validate(self) -> None:
         from data_pipeline.filters import check_rules
 
+        if self.kind not in PIPELINE_KINDS:
+            raise ValueError(f"pipeline.kind={self.kind!r}: choose one of {PIPELINE_KINDS}")
         check_rules(self.rules())
         if self.decontaminate.enabled:
             if not self.decontaminate.benchmarks:
@@ -164,10 +211,23 @@ class BuildConfig:
     stats: bool = True
     plots: bool = True
     push_to_hub: str | None = None  # a repo id; pushed only when set
+    # pipeline=fix-tasks runs every candidate bug with its tests here (split runs, docs/sandbox.md)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
     def validate(self) -> None:
         if self.format not in OUTPUT_FORMATS:
             raise ValueError(f"format={self.format!r}: choose one of {OUTPUT_FORMATS}")
+        fix = self.pipeline.kind == "fix_tasks"
+        if fix != (self.source.kind in CODE_KINDS):
+            raise ValueError(
+                f"pipeline={self.pipeline.name} reads "
+                + (
+                    f"code with tests: source={'|'.join(CODE_KINDS)}"
+                    if fix
+                    else "edit rows: source=hub|files|disk|git"
+                )
+                + f", not source={self.source.kind}"
+            )
         self.source.validate()
         self.pipeline.validate()
         self.executor.validate()

@@ -40,7 +40,25 @@ def input_identity(cfg: SourceConfig) -> dict[str, Any]:
         return {"kind": cfg.kind, "files": [_file_identity(path) for path in source_files(cfg)]}
     if cfg.kind == "hub":
         return _hub_identity(cfg)
+    if cfg.kind == "tree":  # folders (their files, hashed) and archives
+        files = [
+            p for raw in cfg.paths for p in ([Path(raw)] if Path(raw).is_file() else _tree_files(Path(raw)))
+        ]
+        return {"kind": "tree", "files": [_file_identity(path) for path in files]}
+    if cfg.kind == "benchmark":
+        paths = [Path(str(getattr(b, "path", None) or b["path"])) for b in cfg.benchmarks]
+        files = [p for path in paths for p in ([path] if path.is_file() else sorted(path.rglob("*")))]
+        return {"kind": "benchmark", "files": [_file_identity(p) for p in files if p.is_file()]}
+    if cfg.kind == "pypi":  # a pinned version names its sdist; an unpinned one is as the index says today
+        return {"kind": "pypi", "packages": sorted(cfg.packages)}
     return {"kind": "git", "heads": _git_heads(cfg)}
+
+
+def _tree_files(root: Path) -> list[Path]:
+    """The files a fix-task build reads from a folder (its .py files, as `units.python_files`)."""
+    from data_pipeline.fix_tasks.units import python_files
+
+    return python_files(root)
 
 
 def identity_summary(identity: dict[str, Any]) -> dict[str, Any]:

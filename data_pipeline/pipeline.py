@@ -22,7 +22,7 @@ from typing import Any
 from datasets import Dataset
 
 from core.errors import UserError
-from core.schema import DATASET_DIR, MANIFEST_FILE, PARQUET_FILE, edit_features
+from core.schema import DATASET_DIR, MANIFEST_FILE, PARQUET_FILE, TASKS_FILE, edit_features
 from data_pipeline.config import BuildConfig
 from data_pipeline.decontam import decontaminate
 from data_pipeline.executors import Executor, make_executor
@@ -139,7 +139,23 @@ Stage = Callable[[BuildConfig, Any, Executor, Path], tuple[Dataset, StageResult]
 def planned_stages(cfg: BuildConfig) -> list[tuple[str, Stage, Any]]:
     """(name, function, the config slice its output depends on), in order."""
     p = cfg.pipeline
-    stages: list[tuple[str, Stage, Any]] = [("source", source_stage, cfg.source)]
+    if p.kind == "fix_tasks":  # one stage makes and judges the rows; units are deduplicated in it
+        from data_pipeline.fix_tasks.stage import fix_tasks_stage
+
+        judged = (
+            cfg.source,
+            p.fix,
+            p.dedup if p.dedup.enabled else None,
+            cfg.sandbox.limits,
+            cfg.sandbox.strict,
+        )
+        stages: list[tuple[str, Stage, Any]] = [("source", fix_tasks_stage, judged)]
+        if p.decontaminate.enabled:
+            stages.append(("decontaminate", decontam_stage, (p.decontaminate, p.dedup)))
+        if p.sample is not None:
+            stages.append(("sample", sample_stage, (p.sample, p.seed)))
+        return stages
+    stages = [("source", source_stage, cfg.source)]
     if p.filters:
         stages.append(("filter", filter_stage, p.rules()))
     if p.dedup.enabled:
@@ -225,7 +241,7 @@ def build_manifest(
         "versions": versions(),
         "timings": {"total_seconds": round(seconds, 3), **{r.name: r.seconds for r in results}},
     }
-    if cfg.pipeline.dedup.enabled:
+    if cfg.pipeline.dedup.enabled:  # fix tasks: the units' near-dedup
         manifest["minhash"] = {**cfg.pipeline.dedup.minhash.as_manifest(), "text": cfg.pipeline.dedup.text}
     if manifest["input"] != manifest["kept"] + sum(dropped.values()):
         raise AssertionError(
@@ -244,6 +260,10 @@ def write_output(cfg: BuildConfig, ds: Dataset, manifest: dict[str, Any]) -> Non
         ds.to_parquet(str(tmp / PARQUET_FILE))
     else:
         save_rows(ds, tmp / DATASET_DIR)
+    if cfg.pipeline.kind == "fix_tasks":
+        from data_pipeline.fix_tasks.tasks import write_tasks
+
+        write_tasks(ds, tmp / TASKS_FILE)
     if cfg.stats:
         from data_pipeline.stats import write_statistics
 
@@ -254,7 +274,7 @@ def write_output(cfg: BuildConfig, ds: Dataset, manifest: dict[str, Any]) -> Non
         ds.push_to_hub(cfg.push_to_hub)
 
 
-_OUTPUT_NAMES = (DATASET_DIR, PARQUET_FILE, MANIFEST_FILE, "stats.json", "stats.md", "plots")
+_OUTPUT_NAMES = (DATASET_DIR, PARQUET_FILE, MANIFEST_FILE, TASKS_FILE, "stats.json", "stats.md", "plots")
 
 
 def _install(tmp: Path, out: Path) -> None:

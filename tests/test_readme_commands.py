@@ -24,6 +24,10 @@ import pytest
 from conftest import REPO, fresh_clone
 
 BOLTONS = "python -m data_pipeline.novel_api all library=boltons old=20.2.1 new=25.0.0 out=data/novel/boltons"
+FIX_TASKS = (
+    "python -m data_pipeline.build pipeline=fix-tasks source=pypi \"source.packages=['inflection==0.5.1']\" "
+    "out=data/fix-tasks"
+)
 HEF_AUDIT = "python -m eval.audit benchmark=humanevalfix 'benchmark.languages=[python,js,cpp,java,go,rust]' out=audits/hef"
 
 # Run to the end, in this order (each after the ones it reads).
@@ -40,6 +44,7 @@ RUNS = [
     "python -m eval.build_apiupdate source=humaneval out=data/apiupdate",
     "python -m eval.audit benchmark=fixtures 'model_results=[runs/tiny-fixtures]' out=audits/fixtures",
     BOLTONS,  # from the package registry (PyPI), which CI reaches too
+    FIX_TASKS,  # an sdist from the package registry
     "python train/sft.py recipe=tiny-warmup && python train/rl.py recipe=tiny-grpo",
 ]
 
@@ -213,7 +218,11 @@ CHECKS = {
     RUNS[7]: lambda clone, ran: _json(clone, "data/apiupdate/manifest.json") or pytest.fail(),
     RUNS[8]: lambda clone, ran: _json(clone, "audits/fixtures/audit.json") or pytest.fail(),
     BOLTONS: _check_boltons,
-    RUNS[10]: lambda clone, ran: (
+    FIX_TASKS: lambda clone, ran: (
+        (_json(clone, "data/fix-tasks/manifest.json")["kept"] > 0 and "rows/s" in ran.done.stderr)
+        or pytest.fail("no fix-task rows")
+    ),
+    RUNS[-1]: lambda clone, ran: (
         (
             (clone[0] / "runs/tiny-grpo/final/model.safetensors").is_file()
             and _json(clone, "runs/tiny-grpo/tasks_manifest.json")["kept"] > 0
@@ -227,7 +236,12 @@ CHECKS = {
 @pytest.mark.parametrize("command", RUNS)
 def test_the_readme_command_runs_word_for_word(command, runs, clone):
     ran = runs[command]
-    if command == BOLTONS and ran.done.returncode != 0 and "could not install" in ran.done.stderr:
+    unreachable = ("could not install", "could not download")
+    if (
+        command in (BOLTONS, FIX_TASKS)
+        and ran.done.returncode != 0
+        and any(u in ran.done.stderr for u in unreachable)
+    ):
         pytest.skip(f"the package registry cannot be reached: {ran.done.stderr.strip().splitlines()[-1]}")
     assert ran.done.returncode == 0, ran.done.stdout[-2000:] + ran.done.stderr[-4000:]
     assert "Traceback" not in ran.done.stderr, ran.done.stderr[-4000:]

@@ -69,6 +69,24 @@ def test_grpo_raises_the_pass_reward_of_the_tiny_policy(warm, tmp_path):
     assert sum(v for k, v in logged.items() if k.startswith("verdicts/")) == pytest.approx(1.0)
 
 
+def test_grpo_trains_on_synthesised_fix_tasks(warm, tmp_path):
+    """pipeline=fix-tasks' rows feed train/rl.py as they are: each a CanItEdit task judged split."""
+    from fix_task_tree import write_tree
+
+    tree, built, out = write_tree(tmp_path / "tree"), tmp_path / "fix", tmp_path / "rl"
+    _run("-m", "data_pipeline.build", "pipeline=fix-tasks", "source=tree", f"source.paths=[{tree}]",
+         f"out={built}", "pipeline.decontaminate.benchmarks=[{name: fixtures}]")  # fmt: skip
+    rows = len((built / "tasks.jsonl").read_text().splitlines())
+    source = f"tasks.sources=[{{name: canitedit, path: {built / 'tasks.jsonl'}}}]"
+    _run(*_rl(warm, out, "tasks.synthetic=0", source, "recipe.max_prompt_length=960",
+              "recipe.max_completion_length=64", "run.max_steps=2", "run.logging_steps=1"))  # fmt: skip
+    manifest = json.loads((out / "tasks_manifest.json").read_text())
+    assert manifest["candidates"] == rows and manifest["kept"] > 0, manifest
+    logged = _history(out)[-1]
+    assert logged["judged/split"] + logged["judged/none"] == pytest.approx(1.0)
+    assert (out / "final" / "model.safetensors").is_file()
+
+
 def test_a_killed_run_resumes_into_the_same_steps(warm, tmp_path):
     steps = ["run.max_steps=12", "run.save_steps=6", "run.logging_steps=1"]
     whole = tmp_path / "whole"

@@ -1,0 +1,89 @@
+"""The code trees a fix-task build reads: folders and git clones as they are, sdists unpacked, PyPI
+packages downloaded as sdists (`pip download --no-binary :all:`: the sdist carries the tests a
+wheel leaves out), and benchmark files whose problems are one program each."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+from core.errors import UserError
+from data_pipeline.config import SourceConfig
+
+ARCHIVES = (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip")
+
+
+def code_trees(cfg: SourceConfig, work: Path) -> list[tuple[str, Path]]:
+    """(label, folder) of every tree of a `tree` or `pypi` source; archives unpack under `work`."""
+    trees = []
+    if cfg.kind == "pypi":
+        downloads = work / "downloads"
+        for spec in cfg.packages:
+            trees.append((spec, unpack(download_sdist(spec, downloads), work / "trees")))
+        return trees
+    for raw in cfg.paths:
+        path = Path(raw)
+        if path.is_dir():
+            trees.append((path.resolve().name, path))
+        elif path.name.endswith(ARCHIVES):
+            trees.append((path.name, unpack(path, work / "trees")))
+        else:
+            raise UserError(f"source.paths: {raw} is neither a folder nor an sdist ({', '.join(ARCHIVES)})")
+    return trees
+
+
+def download_sdist(spec: str, folder: Path) -> Path:
+    """The sdist of `spec` (`name==version`), downloaded once into `folder`."""
+    target = folder / spec.replace("/", "_")
+    done = sorted(p for p in target.glob("*") if p.name.endswith(ARCHIVES)) if target.is_dir() else []
+    if done:
+        return done[0]
+    target.mkdir(parents=True, exist_ok=True)
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--no-binary",
+        ":all:",
+        "-d",
+        str(target),
+        spec,
+    ]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    found = sorted(p for p in target.glob("*") if p.name.endswith(ARCHIVES))
+    if proc.returncode != 0 or not found:
+        last = (proc.stderr.strip().splitlines() or ["no sdist"])[-1]
+        raise UserError(f"source.packages: could not download the sdist of {spec!r} ({last})")
+    return found[0]
+
+
+def unpack(archive: Path, folder: Path) -> Path:
+    """`archive` unpacked into a folder of its own under `folder` (again only if not complete)."""
+    name = archive.name
+    for suffix in ARCHIVES:
+        name = name.removesuffix(suffix)
+    target = folder / name
+    marker = target / ".unpacked"
+    if marker.exists():
+        return target
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    try:
+        if archive.name.endswith(".zip"):
+            with zipfile.ZipFile(archive) as zf:
+                zf.extractall(target)
+        else:
+            with tarfile.open(archive) as tf:
+                tf.extractall(target, filter="data")  # no links out of the folder, no devices
+    except (OSError, tarfile.TarError, zipfile.BadZipFile) as err:
+        raise UserError(f"{archive}: cannot unpack it ({err})") from err
+    entries = [p for p in target.iterdir()]
+    root = entries[0] if len(entries) == 1 and entries[0].is_dir() else target
+    marker.write_text("")
+    return root if root != target else target
