@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import copy
 import doctest
+import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,15 +86,28 @@ def tests_script(cases: tuple[Case, ...] | list[Case]) -> str:
 
 
 def python_files(root: Path) -> list[Path]:
-    """The tree's .py files in a fixed order (a git clone's ignored and untracked files included
-    only when not under the usual build and environment folders)."""
+    """The tree's .py files in a fixed order: a git clone's tracked files (not a virtualenv or build
+    output inside it), else every file outside the usual build and environment folders."""
+    tracked = _tracked(root)
     found = []
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(root.rglob("*.py")) if tracked is None else tracked:
         parts = path.relative_to(root).parts
         if any(p in SKIP_DIRS or p.startswith(".") for p in parts[:-1]):
             continue
         found.append(path)
     return found
+
+
+def _tracked(root: Path) -> list[Path] | None:
+    """The .py files git tracks at `root` (a clone's top folder), or None when it is no clone."""
+    if not (root / ".git").exists():
+        return None
+    proc = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "-z", "--", "*.py"], capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        return None
+    return sorted(root / name for name in proc.stdout.split("\0") if name and (root / name).is_file())
 
 
 def is_test_file(rel: Path) -> bool:
@@ -301,11 +315,19 @@ def module_cases(tree: ast.Module, names: set[str], own: set[str]) -> list[Case]
             call = _call(stmt, stmt.name)
             if call is not None:
                 cases.append(Case(ast.unparse(stmt), call, frozenset(_names(stmt)), head))
-        elif isinstance(stmt, ast.ClassDef) and stmt.name.startswith("Test") and _plain_class(stmt):
+        elif isinstance(stmt, ast.ClassDef) and stmt.name.startswith("Test"):
+            style = _class_style(stmt)
+            if style is None:
+                continue
             setup = ast.unparse(stmt)
             for method in stmt.body:
                 if isinstance(method, ast.FunctionDef) and method.name.startswith("test"):
-                    call = _call(method, f"{stmt.name}().{method.name}", method_of=stmt)
+                    if style == "unittest":  # as unittest runs one: an instance, setUp, the test, tearDown
+                        call = _call(method, f"_case.{method.name}", method_of=stmt)
+                        if call is not None:
+                            call = f"_case = {stmt.name}({method.name!r})\n_case.setUp()\n{call}\n_case.tearDown()"
+                    else:
+                        call = _call(method, f"{stmt.name}().{method.name}", method_of=stmt)
                     if call is not None:
                         cases.append(Case(setup, call, frozenset(_names(method)), head))
     return cases
@@ -315,12 +337,18 @@ def _is_fixture(node: ast.AST) -> bool:
     return any("fixture" in ast.unparse(d) for d in getattr(node, "decorator_list", []))
 
 
-def _plain_class(cls: ast.ClassDef) -> bool:
-    """A test class built without arguments, with no fixtures or setup hooks we would have to run."""
-    hooks = {"setup_method", "setUp", "setup_class", "setUpClass", "__init__"}
-    return not cls.bases and not any(
-        isinstance(s, ast.FunctionDef) and (s.name in hooks or _is_fixture(s)) for s in cls.body
-    )
+def _class_style(cls: ast.ClassDef) -> str | None:
+    """How a test class runs: "plain" (a pytest class built without arguments, with no hooks or
+    fixtures), "unittest" (a `unittest.TestCase` without class-level setup), or None (not run)."""
+    names = {s.name for s in cls.body if isinstance(s, ast.FunctionDef)}
+    if any(_is_fixture(s) for s in cls.body):
+        return None
+    bases = [ast.unparse(b) for b in cls.bases]
+    if bases in (["unittest.TestCase"], ["TestCase"]):
+        return None if names & {"setUpClass", "tearDownClass", "__init__"} else "unittest"
+    if bases or names & {"setup_method", "setup_class", "setUp", "__init__", "teardown_method"}:
+        return None
+    return "plain"
 
 
 def _call(func: ast.FunctionDef, target: str, method_of: ast.ClassDef | None = None) -> str | None:

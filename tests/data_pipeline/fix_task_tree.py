@@ -131,6 +131,18 @@ def test_slugify():
 def test_chunks():
     assert t.chunks("abcde", 2) == [["a", "b"], ["c", "d"], ["e"]]
 """,
+    "tests/test_legacy.py": """import unittest
+
+from minicalc import text
+
+
+class TestChunks(unittest.TestCase):
+    def setUp(self):
+        self.items = [1, 2, 3]
+
+    def test_pairs(self):
+        self.assertEqual(text.chunks(self.items, 2), [[1, 2], [3]])
+""",
     "tests/test_report.py": """from minicalc.report import summary
 
 

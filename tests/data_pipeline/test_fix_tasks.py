@@ -74,6 +74,19 @@ def test_discovery_reads_pytest_files_and_doctests(tmp_path):
     text = by_module["src/minicalc/text.py"]
     assert "slugify('Hello, World!')" in text["slugify"].tests  # `t.slugify` unqualified
     assert "import minicalc" not in text["slugify"].tests
+    legacy = text["chunks"].tests  # a unittest.TestCase: an instance per test, setUp, the test, tearDown
+    assert "_case = TestChunks('test_pairs')\n_case.setUp()\n_case.test_pairs()\n_case.tearDown()" in legacy
+
+
+def test_a_git_clone_is_read_as_git_tracks_it(tmp_path):
+    tree = write_tree(tmp_path / "clone")
+    subprocess.run(["git", "init", "-q", str(tree)], check=True)
+    subprocess.run(["git", "-C", str(tree), "add", "src", "tests"], check=True)
+    env = tree / "myenv" / "lib" / "site.py"  # a virtualenv under a name the folder walk would read
+    env.parent.mkdir(parents=True)
+    env.write_text("def helper():\n    return 1\n")
+    assert not any("myenv" in s.path for s in discover(tree, "clone", max_lines=600).subjects)
+    assert discover(tree, "clone", max_lines=600).modules["found"] == 4
 
 
 def test_a_build_keeps_only_bugs_the_tests_catch_and_balances(tmp_path):
