@@ -6,7 +6,7 @@ as data only when its type is *exactly* one of these (a subclass of ``int`` or `
 object of the candidate's and crosses as a handle):
 
     None, bool, int, float (nan, inf), complex, str (lone surrogates too), bytes, bytearray,
-    tuple, list, dict, set, frozenset, range, Ellipsis, OrderedDict, Counter, deque,
+    tuple, list, dict, set, frozenset, range, slice (of ints and None), Ellipsis, OrderedDict, Counter, deque,
     defaultdict with a builtin factory, Decimal, Fraction, date, time, datetime, timedelta,
     timezone, numpy scalars and arrays of bool, integer, float, complex, str or bytes dtype
     (never object or structured dtypes: those hold pointers).
@@ -182,6 +182,11 @@ class Encoder:
                 if max(map(abs, (v.start, v.stop, v.step))).bit_length() < 64
                 else None
             )
+        if t is slice:  # `obj[1:3]` on a handle: its bounds are what cross
+            bounds = (v.start, v.stop, v.step)
+            if all(b is None or (type(b) is int and b.bit_length() < 64) for b in bounds):
+                return ["sl", *bounds]
+            return None
         if v is Ellipsis:
             return ["..."]
         if t is decimal.Decimal:
@@ -423,6 +428,10 @@ def _range(*bounds: object) -> range:
     return range(*(_int(b) for b in bounds))
 
 
+def _slice(start: object, stop: object, step: object) -> slice:
+    return slice(*(None if b is None else _int(b) for b in (start, stop, step)))
+
+
 def _timedelta(days: object, seconds: object, micro: object) -> datetime.timedelta:
     return datetime.timedelta(days=_int(days), seconds=_int(seconds), microseconds=_int(micro))
 
@@ -433,6 +442,7 @@ _SCALARS: dict[str, Callable[..., object]] = {
     "c": lambda re, im: complex(_float(re), _float(im)),
     "b": _bytes,
     "r": _range,
+    "sl": _slice,
     "...": lambda: Ellipsis,
     "D": _decimal,
     "Q": _fraction,

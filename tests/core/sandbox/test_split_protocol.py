@@ -240,6 +240,12 @@ EDGE_VALUES = {
         "y = f()\nassert y[0] is y[1] is y[2][0]\ny[0].append(2)\nassert y[1] == [1, 2]\n",
     ),
     "answer_under_32_mib": ("def f():\n    return bytes(20 << 20)\n", "assert len(f()) == 20 << 20\n"),
+    "slice_of_a_handle": (  # boltons' Bits: the tests index an object of the program with slices
+        "class Bits:\n    def __init__(self, s):\n        self.s = s\n"
+        "    def __getitem__(self, k):\n        return Bits(self.s[k]) if isinstance(k, slice) else self.s[k] == '1'\n"
+        "    def __eq__(self, other):\n        return isinstance(other, Bits) and other.s == self.s\n",
+        "assert Bits('10')[:1] == Bits('1')\nassert Bits('0110')[1:-1:1].s == '11'\nassert Bits('10')[0] is True\n",
+    ),
 }
 
 
@@ -334,6 +340,8 @@ PLAIN_VALUES = {
     "frozenset": frozenset({1, frozenset({2})}),
     "range": range(3, 30, 4),
     "empty_range": range(0),
+    "slice": slice(1, None, -2),
+    "empty_slice": slice(None),
     "ellipsis": Ellipsis,
     "ordered_dict": collections.OrderedDict([("b", 1), ("a", 2)]),
     "counter": collections.Counter("abracadabra"),
