@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import tarfile
 import time
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,6 +95,9 @@ class NovelAPIConfig:
     # examples from the library's own tests and docs (the new version's sdist, from the index or this file)
     mine_examples: bool = True
     sdist: str | None = None
+    # the library's repository (a folder, a git clone or a git URL) at the new version's tag: its tests,
+    # docs and example scripts are mined too, for libraries whose sdist ships none
+    examples: str | None = None
     example_timeout_s: float = 10.0
     prose: ProseConfig = field(default_factory=ProseConfig)
     tasks: TasksConfig = field(default_factory=TasksConfig)
@@ -123,6 +129,8 @@ def preflight(cfg: NovelAPIConfig) -> None:
     for key in ("old_wheel", "new_wheel", "sdist"):
         if getattr(cfg, key):
             existing_path(getattr(cfg, key), key)
+    if cfg.examples and not ("://" in cfg.examples or cfg.examples.startswith("git@")):
+        existing_path(cfg.examples, "examples")
     if cfg.stage not in ("discover", "all"):
         existing_path(str(Path(cfg.out) / "discovery.json"), "out", "run the discover stage first")
 
@@ -176,7 +184,30 @@ def empty_output(stage: str, summary: dict[str, Any]) -> str | None:
         )
     reasons = sorted(((n, r) for r, n in dropped(summary).items() if n), reverse=True)[:3]
     why = ", ".join(f"{r} {n}" for n, r in reasons) or "no input"
-    return f"{stage}: no {what} (top drop reasons: {why})"
+    hint = HINTS.get((stage, reasons[0][1]) if reasons else (stage, ""), "")
+    if stage == "bundles" and reasons and reasons[0][1] == "no_valid_example":
+        examples = summary.get("examples", {})
+        ran = {k: n for k, n in examples.items() if k != "examples_kept" and n}
+        hint = (f"examples ran: {ran}; " if ran else "no example was found; ") + hint
+    return f"{stage}: no {what} (top drop reasons: {why})" + (f"; {hint}" if hint else "")
+
+
+# What could help, by (stage, its top drop reason)
+HINTS = {
+    ("bundles", "no_valid_example"): (
+        "examples=PATH|GIT_URL mines the library's repository at the new version's tag when its sdist "
+        "ships no tests or docs; example_timeout_s=N gives slow examples longer; bundles.json lists "
+        "example_failures"
+    ),
+    ("tasks", "no_usable_example"): (
+        "the examples never call the APIs at top level; tasks.generator=llm tasks.llm.model=NAME writes "
+        "tasks from the bundles with a served model"
+    ),
+    (
+        "tasks",
+        "reference_fails",
+    ): "tasks.json and a rerun with EDITFORGE_DEBUG=1 show why the references fail",
+}
 
 
 def _discover(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
@@ -200,14 +231,14 @@ def _discover(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
 def _bundles(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
     from data_pipeline.novel_api.bundles import build_bundles
 
-    found, sdist = _mined(cfg, out) if cfg.mine_examples else (None, None)
+    found, sdist, repository = _mined(cfg, out) if cfg.mine_examples else (None, None, None)
     manifest = build_bundles(
         out,
         cfg.example_timeout_s,
         mined=found.examples if found else None,
         namespace=found.namespace if found else None,
+        origins={"sdist": sdist, "repository": repository},
     )
-    manifest["sdist"] = sdist
     if cfg.prose.model:
         from core.openai_client import OpenAIClient
         from data_pipeline.novel_api.prose import rewrite_prose
@@ -221,22 +252,32 @@ def _bundles(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
     return manifest
 
 
-def _mined(cfg: NovelAPIConfig, out: Path) -> tuple[SdistFindings | None, str | None]:
-    """Examples from the new version's tests and docs and its doctests' namespace, and the sdist they
-    came from (None, None: none found)."""
-    from data_pipeline.novel_api.mining import fetch_sdist, mine_sdist
+def _mined(cfg: NovelAPIConfig, out: Path) -> tuple[SdistFindings | None, str | None, dict[str, Any] | None]:
+    """Examples from the new version's tests, docs and example scripts (its sdist, and the repository
+    `examples=` names), its doctests' namespace, the sdist's name and where the repository's files
+    came from (None where there was none)."""
+    from data_pipeline.novel_api.mining import fetch_sdist, mine_files, read_repository, read_sdist
 
     discovery = json.loads((out / "discovery.json").read_text())
+    files: dict[str, str] = {}
     if cfg.sdist:
         path: Path | None = Path(cfg.sdist)
     else:
         path = fetch_sdist(discovery["library"], discovery["new_version"], out / "sources")
-    if path is None:
-        log.warning("bundles: no source distribution of %s %s found: examples come from docstrings only",
+    if path is not None:
+        with contextlib.suppress(tarfile.TarError, zipfile.BadZipFile, OSError, EOFError):
+            files = read_sdist(path)  # an unreadable archive gives nothing
+    repository = None
+    if cfg.examples:
+        repo_files, repository = read_repository(cfg.examples, discovery["new_version"], out / "sources")
+        files = {**files, **repo_files}  # the repository at the tag wins over the sdist's copy
+    if path is None and repository is None:
+        log.warning("bundles: no source distribution of %s %s found: examples come from docstrings only "
+                    "(examples=PATH takes them from its repository)",
                     discovery["library"], discovery["new_version"])  # fmt: skip
-        return None, None
+        return None, None, None
     rows = [r for r in read_records(out / "apis.jsonl", ("qualname", "kind", "module")) if r.get("kept")]
-    return mine_sdist(path, rows), path.name
+    return mine_files(files, rows), path.name if path else None, repository
 
 
 REQUIRED = {

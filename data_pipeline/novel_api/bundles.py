@@ -42,10 +42,10 @@ from core.knowledge import CELL_PRESETS, render_knowledge
 from core.problems import read_records
 from core.signatures import Signature, SignatureError
 from data_pipeline.novel_api.docsnippets import (
-    FAILED,
     OK,
     TIMEOUT,
     DocExamples,
+    Outcome,
     Unit,
     find_examples,
     needed_imports,
@@ -294,17 +294,43 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(partial, path)
 
 
+EXAMPLE_OUTCOMES = (
+    "examples_kept",
+    "example_failed",
+    "example_timeout",
+    "example_needs_network",  # it reached for a host name or a remote address: offline here
+    "example_needs_server",  # it connected to a local service (a database server, an app) not running
+)
+_NEEDS_SERVER = re.compile(r"ConnectionRefusedError|Connection refused|could not connect to server")
+_NEEDS_NETWORK = re.compile(
+    r"gaierror|Name or service not known|Temporary failure in name resolution|Network is unreachable"
+    r"|No address associated|nodename nor servname|ConnectTimeout|timed out.*connect|URLError"
+)
+
+
+def example_outcome(outcome: Outcome) -> str:
+    """The manifest's name for how an example ended; a failure that needed a network or a server says so."""
+    if outcome.status == OK:
+        return "examples_kept"
+    if outcome.status == TIMEOUT:
+        return "example_timeout"
+    if _NEEDS_SERVER.search(outcome.why):
+        return "example_needs_server"
+    return "example_needs_network" if _NEEDS_NETWORK.search(outcome.why) else "example_failed"
+
+
 def build_bundles(
     out: Path,
     timeout_s: float = 10.0,
     progress: Callable[[int, int], None] | None = None,
     mined: dict[str, list[Mined]] | None = None,
     namespace: dict[str, str] | None = None,
+    origins: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write `out/bundles.jsonl` and `out/bundles.json` (the manifest, returned) from `out/apis.jsonl`
     and `out/discovery.json`. `progress(done, total)` follows the example runs; `mined`: qualname ->
     examples from the library's tests and docs, `namespace`: name -> import its doctests take for
-    granted (`mining.py`)."""
+    granted (`mining.py`), `origins`: where the mined files came from (the sdist, the repository)."""
     out = Path(out)
     for needed in ("apis.jsonl", "discovery.json"):
         if not (out / needed).is_file():
@@ -317,11 +343,8 @@ def build_bundles(
     dropped: Counter[str] = Counter({reason: 0 for reason in DROP_REASONS})
     drafts, units = _drafts(rows, dropped, mined or {}, namespace or {})
     outcomes = run_examples(python, units, timeout_s, progress)
-    counts = Counter({"examples_kept": 0, "example_failed": 0, "example_timeout": 0})
-    counts.update(
-        {OK: "examples_kept", FAILED: "example_failed", TIMEOUT: "example_timeout"}[o.status]
-        for o in outcomes
-    )
+    counts = Counter({key: 0 for key in EXAMPLE_OUTCOMES})
+    counts.update(example_outcome(o) for o in outcomes)
     failures = [
         {"qualname": units[i].qualname, "kind": units[i].kind, "status": o.status, "why": o.why}
         for i, o in enumerate(outcomes)
@@ -343,7 +366,9 @@ def build_bundles(
         "dropped": dict(dropped),
         "examples": dict(counts),
         # where the kept examples came from: docstring doctests and code blocks, tests, doc files
-        "example_sources": {k: sources.get(k, 0) for k in ("doctest", "docstring", "tests", "docs")},
+        "example_sources": {
+            k: sources.get(k, 0) for k in ("doctest", "docstring", "tests", "docs", "examples")
+        },
         "mined_examples": sum(len(v) for v in (mined or {}).values()),
         "doctest_namespace": namespace or {},
         "example_failures": failures[:MAX_FAILURES_LISTED],
@@ -351,6 +376,7 @@ def build_bundles(
         "python": python,
         "library": rows[0]["library"] if rows else discovery.get("library"),
         "version": rows[0]["new_version"] if rows else None,
+        **(origins or {}),
     }
     _write_atomic(out / "bundles.json", json.dumps(manifest, indent=2) + "\n")
     return manifest

@@ -286,7 +286,8 @@ class _Events:
 # The child: standard library only, for any Python >= 3.8. Reports go to a duplicate of fd 1; the
 # examples' own output goes to /dev/null (a doctest's is captured by the runner).
 CHILD = r"""
-import contextlib, doctest, importlib, json, os, sys, traceback
+import ast, contextlib, doctest, importlib, json, os, sys, traceback
+TOP_LEVEL_AWAIT = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
 report = os.fdopen(os.dup(1), "w")
 null = os.open(os.devnull, os.O_WRONLY)
 os.dup2(null, 1)
@@ -355,7 +356,12 @@ for index, unit in enumerate(units):
             with contextlib.suppress(BaseException):
                 exec("from " + root + " import *", scope)
             exec("import " + m + "\nfrom " + m + " import *", scope)
-            exec(compile(unit["text"], "<snippet>", "exec"), scope)
+            # top-level `await` (an async library's docs, an async test's body) runs under an event loop
+            code = compile(unit["text"], "<snippet>", "exec", flags=TOP_LEVEL_AWAIT)
+            awaited = eval(code, scope)
+            if awaited is not None:
+                import asyncio
+                asyncio.run(awaited)
             ok = True
     except BaseException:
         why = "".join(traceback.format_exception_only(*sys.exc_info()[:2]))[-1500:]

@@ -12,8 +12,14 @@ through the index's JSON simple API, downloaded once into the build folder):
   method's `self` unused. The program: the imports it reads (not pytest's), the module-level
   helpers and constants it uses, the fixtures, then the body itself at top level, a
   `pytest.raises` block turned into try/except;
+- **examples** (`.py` scripts under `examples/`, `example/`, `docs_src/`): the whole script, an
+  application as its authors run it;
 - **docs** (`.rst`, `.md`, `.txt` under `doc`/`docs` and the README): each Python code block and each
-  run of `>>>` lines that calls the API.
+  run of `>>>` lines that calls the API, as a session: with the page's earlier blocks it builds on
+  (they bind a name it reads) in front, so a mapped class declared three blocks up comes with it.
+
+`examples=PATH` adds the library's repository at the new version's tag (a folder, a git clone, or a
+git URL cloned at the tag) when the sdist lacks its tests or docs (`read_repository`).
 
 Each example keeps its origin (`path:line`); bundles run it against the new version and keep it
 only if it runs (`bundles.py`). The project's `conftest.py` files also say which names its doctests
@@ -26,7 +32,12 @@ from __future__ import annotations
 import ast
 import copy
 import doctest
+import io
+import logging
+import os
 import re
+import shutil
+import subprocess
 import tarfile
 import urllib.error
 import urllib.parse
@@ -34,21 +45,26 @@ import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
-from data_pipeline.novel_api.docsnippets import code_blocks, defined_names
+from core.errors import UserError
+from data_pipeline.novel_api.docsnippets import bound_names, code_blocks, defined_names, free_names
 from data_pipeline.novel_api.envs import file_version, index_files, same_version
 
+log = logging.getLogger(__name__)
 MAX_FILE_BYTES = 400_000  # a generated or vendored file this large is not documentation
 PER_API = 3  # examples kept per API and source, the shortest first
 SKIPPED_IMPORTS = {"pytest", "unittest", "hypothesis", "conftest", "mock", "doctest"}
 DOC_SUFFIXES = (".rst", ".md", ".txt")
+EXAMPLE_DIRS = {"examples", "example", "docs_src"}
+ASYNC_MARKS = {"pytest.mark.asyncio", "pytest.mark.anyio", "pytest.mark.trio"}
 _DOCTEST_OPTION = re.compile(r"#\s*doctest:[^\n]*")
 
 
 @dataclass(frozen=True)
 class Mined:
     code: str
-    source: str  # tests | docs
+    source: str  # tests | docs | examples
     origin: str  # path inside the sdist, with the line: "tests/test_iterutils.py:42"
 
 
@@ -90,27 +106,95 @@ def fetch_sdist(library: str, version: str, folder: Path, index: str | None = No
 
 def read_sdist(path: Path) -> dict[str, str]:
     """Path (without the top folder) -> text of the sdist's Python and documentation files."""
-    wanted = (".py", *DOC_SUFFIXES)
-    texts: dict[str, str] = {}
-
-    def keep(name: str, size: int) -> str | None:
-        parts = PurePosixPath(name).parts
-        inner = "/".join(parts[1:]) if len(parts) > 1 else name
-        return inner if inner.endswith(wanted) and size <= MAX_FILE_BYTES else None
-
     if path.name.endswith(".zip"):
+        texts: dict[str, str] = {}
         with zipfile.ZipFile(path) as archive:
             for info in archive.infolist():
-                if (inner := keep(info.filename, info.file_size)) is not None:
+                if (inner := _kept_name(info.filename, info.file_size)) is not None:
                     texts[inner] = archive.read(info).decode("utf-8", "replace")
         return texts
     with tarfile.open(path) as archive:
-        for member in archive:
-            if member.isfile() and (inner := keep(member.name, member.size)) is not None:
-                handle = archive.extractfile(member)
-                if handle is not None:
-                    texts[inner] = handle.read().decode("utf-8", "replace")
+        return _tar_texts(archive)
+
+
+def _kept_name(name: str, size: int) -> str | None:
+    """The path inside the archive's top folder, for a Python or documentation file of a sane size."""
+    parts = PurePosixPath(name).parts
+    inner = "/".join(parts[1:]) if len(parts) > 1 else name
+    return inner if inner.endswith((".py", *DOC_SUFFIXES)) and size <= MAX_FILE_BYTES else None
+
+
+def _tar_texts(archive: tarfile.TarFile) -> dict[str, str]:
+    texts: dict[str, str] = {}
+    for member in archive:
+        if member.isfile() and (inner := _kept_name(member.name, member.size)) is not None:
+            handle = archive.extractfile(member)
+            if handle is not None:
+                texts[inner] = handle.read().decode("utf-8", "replace")
     return texts
+
+
+def read_repository(source: str, version: str, folder: Path) -> tuple[dict[str, str], dict[str, Any]]:
+    """The files of the library's repository at the new version's tag (`v1.2` or `1.2`), and where
+    they came from ({examples, tag, commit}). `source`: a folder (a git clone: the tag's tree is
+    read, whatever is checked out; a plain folder as it is) or a git URL, cloned into `folder` at
+    the tag (only the tag's commit is fetched)."""
+    tags = (f"v{version}", version)
+    if "://" in source or source.startswith("git@"):
+        root = folder / "repository"
+        if not (root / ".git").is_dir():
+            errors = []
+            for tag in tags:
+                shutil.rmtree(root, ignore_errors=True)
+                proc = _git("clone", "--quiet", "--depth", "1", "--branch", tag, source, str(root))
+                if proc.returncode == 0:
+                    break
+                errors.append(_last_line(proc.stderr))
+            else:
+                raise UserError(
+                    f"examples={source}: no tag {' or '.join(tags)} could be cloned ({errors[-1]})"
+                )
+    else:
+        root = Path(source)
+    if not (root / ".git").exists():
+        texts = {
+            str(p.relative_to(root).as_posix()): p.read_text("utf-8", "replace")
+            for p in sorted(root.rglob("*"))
+            if p.is_file()
+            and ".git" not in p.parts
+            and _kept_name("top/" + p.relative_to(root).as_posix(), p.stat().st_size)
+        }
+        return texts, {"examples": source, "tag": None, "commit": None}
+    tag = next(
+        (
+            t
+            for t in tags
+            if _git("-C", str(root), "rev-parse", "--verify", "--quiet", f"refs/tags/{t}").returncode == 0
+        ),
+        None,
+    )
+    ref = f"refs/tags/{tag}" if tag else "HEAD"
+    if tag is None:
+        log.warning("examples=%s: no tag %s: reading what is checked out", source, " or ".join(tags))
+    commit = _git("-C", str(root), "rev-parse", f"{ref}^{{commit}}").stdout.strip()
+    archive = subprocess.run(
+        ["git", "-C", str(root), "archive", "--format=tar", "--prefix=top/", commit], capture_output=True
+    )
+    if archive.returncode != 0:
+        raise UserError(f"examples={source}: git archive failed ({_last_line(archive.stderr.decode())})")
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        return _tar_texts(tar), {"examples": source, "tag": tag, "commit": commit}
+
+
+def _git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["git", *args], capture_output=True, text=True, env={**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    )
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no message"
 
 
 # ------------------------------------------------------------------------------------------ mining
@@ -122,6 +206,12 @@ def is_test_file(path: str) -> bool:
         or name.endswith("_test.py")
         or any(p in ("tests", "test") for p in parts[:-1])
     )
+
+
+def is_example_file(path: str) -> bool:
+    """A script of the project's examples folder (`examples/`, `example/`, FastAPI's `docs_src/`)."""
+    parts = PurePosixPath(path).parts
+    return path.endswith(".py") and any(p in EXAMPLE_DIRS for p in parts[:-1])
 
 
 def is_doc_file(path: str) -> bool:
@@ -146,33 +236,41 @@ def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def _test_bodies(tree: ast.Module) -> list[tuple[ast.FunctionDef, list[ast.stmt], list[str]]]:
+def _test_bodies(
+    tree: ast.Module,
+) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[ast.stmt], list[str]]]:
     """Test functions: top-level `test_*` and `Test*` methods (with an unused `self`), with their
     parametrized arguments bound to the first case, and the names of the fixtures they ask for."""
     found = []
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test"):
             bound = _bound_body(node, 0)
             if bound is not None:
                 found.append((node, *bound))
         elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
             for item in node.body:
-                if isinstance(item, ast.FunctionDef) and item.name.startswith("test"):
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name.startswith("test"):
                     bound = _bound_body(item, 1)
                     if bound is not None and "self" not in _names(ast.Module(body=bound[0], type_ignores=[])):
                         found.append((item, *bound))
     return found
 
 
-def _bound_body(func: ast.FunctionDef, skip: int) -> tuple[list[ast.stmt], list[str]] | None:
+def _bound_body(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, skip: int
+) -> tuple[list[ast.stmt], list[str]] | None:
     """The function's body after assignments of its parametrized arguments' first case, and its
-    other parameters (fixtures); None when it needs anything else (another decorator, *args)."""
+    other parameters (fixtures); None when it needs anything else (another decorator, *args). An
+    `async def` test's body keeps its `await`s: the program awaits at top level (examples run under
+    an event loop), and its asyncio/anyio mark is what made pytest run it so."""
     a = func.args
     if a.posonlyargs or a.vararg or a.kwarg or a.kwonlyargs or a.defaults:
         return None
     params = [arg.arg for arg in a.args[skip:]]
     given: dict[str, ast.expr] = {}
     for decorator in func.decorator_list:
+        if isinstance(func, ast.AsyncFunctionDef) and ast.unparse(decorator) in ASYNC_MARKS:
+            continue
         case = _first_case(decorator)
         if case is None:
             return None
@@ -409,7 +507,8 @@ def conftest_paths(path: str) -> list[str]:
 
 
 def doc_programs(text: str) -> list[tuple[int, str]]:
-    """(line, code) of each Python code block and each run of `>>>` lines of a documentation file."""
+    """(line, program) of each Python code block and each run of `>>>` lines of a documentation page,
+    run as a session: a block comes with the earlier blocks it builds on (`page_sessions`)."""
     found: list[tuple[int, str]] = []
     # a project's own doctest options (`+SKIPBLOCK`) would stop the standard parser; they are comments
     try:
@@ -430,7 +529,38 @@ def doc_programs(text: str) -> list[tuple[int, str]]:
         at = text.find(first, cursor) if first else -1
         cursor = at + 1 if at >= 0 else cursor
         found.append((text[:at].count("\n") + 1 if at >= 0 else 0, snippet))
-    return found
+    return page_sessions(found)
+
+
+def page_sessions(blocks: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Each block of a page, in page order, with the earlier blocks it builds on written in front: those
+    that bind a name it reads (an import, a variable, a mapped class), and theirs in turn, as a doctest
+    session would have run them. Only those: a block that fails (a deliberate error, a server it
+    needs) never reaches a later block that does not read what it binds. A block that does not
+    parse stays as it is."""
+    parsed = []
+    for line, code in sorted(blocks, key=lambda b: b[0]):
+        try:
+            parsed.append((line, code, ast.parse(code).body))
+        except (SyntaxError, ValueError):
+            parsed.append((line, code, None))
+    sessions = []
+    for k, (line, code, body) in enumerate(parsed):
+        chosen: list[int] = []
+        needed = set(free_names(body, bound_names(body))) if body is not None else set()
+        for j in range(k - 1, -1, -1):
+            earlier = parsed[j][2]
+            if not needed:
+                break
+            if earlier is None:
+                continue
+            binds = bound_names(earlier)
+            if binds & needed:
+                chosen.append(j)
+                needed = (needed - binds) | set(free_names(earlier, binds))
+        setup = "".join(parsed[j][1].rstrip("\n") + "\n" for j in sorted(chosen))
+        sessions.append((line, setup + code))
+    return sessions
 
 
 def mine(files: dict[str, str], apis: list[dict]) -> dict[str, list[Mined]]:
@@ -445,6 +575,8 @@ def mine(files: dict[str, str], apis: list[dict]) -> dict[str, list[Mined]]:
             ]
         elif is_doc_file(path):
             candidates += [Mined(code, "docs", f"{path}:{line}") for line, code in doc_programs(text)]
+        elif is_example_file(path):  # a whole script: applications, runnable as they are
+            candidates.append(Mined(text, "examples", f"{path}:1"))
     # each candidate's code without its imports, read once for every API's patterns
     bodies = [(m, _without_imports(m.code)) for m in candidates]
     found: dict[str, list[Mined]] = {}
@@ -458,7 +590,7 @@ def mine(files: dict[str, str], apis: list[dict]) -> dict[str, list[Mined]]:
             if api.get("kind") == "method" and api["qualname"].count(".") >= 2
             else ""
         )
-        for source in ("tests", "docs"):
+        for source in ("tests", "docs", "examples"):
             matching = sorted(
                 {
                     m
@@ -466,7 +598,7 @@ def mine(files: dict[str, str], apis: list[dict]) -> dict[str, list[Mined]]:
                     if m.source == source
                     and pattern.search(body)
                     and (not owner or re.search(rf"\b{re.escape(owner)}\b", body))
-                    and (root in m.code or (source == "docs" and specific))
+                    and (root in m.code or (source != "tests" and specific))
                 },
                 key=lambda m: (len(m.code), m.origin),
             )
@@ -526,4 +658,8 @@ def mine_sdist(path: Path, apis: list[dict]) -> SdistFindings:
         files = read_sdist(path)
     except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError):
         return SdistFindings({}, {})
+    return mine_files(files, apis)
+
+
+def mine_files(files: dict[str, str], apis: list[dict]) -> SdistFindings:
     return SdistFindings(mine(files, apis), doctest_namespace(files))

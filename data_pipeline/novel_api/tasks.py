@@ -136,8 +136,10 @@ def drafts(bundle: dict[str, Any], per_api: int = EXAMPLES_PER_API) -> list[Draf
         if found is not None:
             index, call = found
             setup = tree.body[:index]
+            awaited = any(isinstance(n, ast.Await) and n.value is call for n in ast.walk(tree.body[index]))
+            run = Run(awaited, awaited or any(isinstance(n, ast.Await) for s in setup for n in ast.walk(s)))
             levels = _levels(bundle, _imports(module, [*setup, call], bound_names(setup), short),
-                             [ast.unparse(s) for s in setup], _qualified(call, module, short), call)  # fmt: skip
+                             [ast.unparse(s) for s in setup], _qualified(call, module, short), call, run)  # fmt: skip
         else:  # no call at top level: the statement that names it (`a: Dsn`, `@with_config(...)`)
             levels = _statement_task(bundle, tree, module, short)
         if not levels or levels[0].reference in seen:
@@ -261,8 +263,28 @@ def _literal(node: ast.expr) -> bool:
     return True
 
 
-def _levels(bundle: dict, imports: str, setup: list[str], target: str, call: ast.Call) -> list[Draft]:
+@dataclass(frozen=True)
+class Run:
+    """How the example ran its target: awaited (`x = await api(...)`: the task keeps the `await`),
+    and whether `solve` must be a coroutine (that, or an `await` in the setup); the tests then run
+    it under an event loop."""
+
+    awaited: bool = False
+    coroutine: bool = False
+
+    def defines(self, params: str) -> str:
+        return f"{'async ' if self.coroutine else ''}def solve({params}):\n"
+
+    def calls(self, args: str) -> str:
+        return f"__import__('asyncio').run(solve({args}))" if self.coroutine else f"solve({args})"
+
+
+def _levels(
+    bundle: dict, imports: str, setup: list[str], target: str, call: ast.Call, run: Run = Run()
+) -> list[Draft]:
     qual = bundle["qualname"]
+    head = ast.unparse(ast.parse(target, mode="eval").body.func)  # `Styler(df).map`, not `Styler`
+    target = f"await {target}" if run.awaited else target
     body = "".join(f"    {line}\n" for s in setup for line in s.splitlines())
     literals = [a for a in call.args if _literal(a)] + [
         k.value for k in call.keywords if k.arg and _literal(k.value)
@@ -273,9 +295,9 @@ def _levels(bundle: dict, imports: str, setup: list[str], target: str, call: ast
     )
     out = []
     description = describe(bundle, shown)
-    l1_ref = f"{imports}\n\ndef solve():\n{body}    result = {target}\n    return result\n"
+    l1_ref = f"{imports}\n\n{run.defines('')}{body}    result = {target}\n    return result\n"
     l1_ctx = l1_ref.replace(f"    result = {target}\n", f"    {TODO}\n")
-    out.append(Draft(f"{qual}/L1", qual, 1, description, l1_ctx, l1_ref, "solve()"))
+    out.append(Draft(f"{qual}/L1", qual, 1, description, l1_ctx, l1_ref, run.calls("")))
     if not literals:
         return out
     params = [f"arg{i}" for i in range(len(literals))]
@@ -285,18 +307,17 @@ def _levels(bundle: dict, imports: str, setup: list[str], target: str, call: ast
         f"{k.arg}={mapping.get(id(k.value), ast.unparse(k.value))}" if k.arg else f"**{ast.unparse(k.value)}"
         for k in call.keywords
     ]
-    head = ast.unparse(ast.parse(target, mode="eval").body.func)  # `Styler(df).map`, not `Styler`
-    generic = f"{head}({', '.join(args + keywords)})"
+    generic = f"{'await ' if run.awaited else ''}{head}({', '.join(args + keywords)})"
     values = ", ".join(ast.unparse(a) for a in literals)
-    signature = f"def solve({', '.join(params)}):\n"
+    signature = run.defines(", ".join(params))
     described = describe(bundle, f"the arguments {', '.join(params)} of `solve`")
     l2_ref = f"{imports}\n\n{signature}{body}    result = {generic}\n    return result\n"
     l2_ctx = f"\n\n{signature}{body}    {TODO}\n    return result\n"
-    out.append(Draft(f"{qual}/L2", qual, 2, described, l2_ctx, l2_ref, f"solve({values})"))
+    out.append(Draft(f"{qual}/L2", qual, 2, described, l2_ctx, l2_ref, run.calls(values)))
     span = "".join(f"    {line}\n" for line in imports.splitlines()) + body + f"    result = {generic}\n"
     l3_ref = f"{signature}{span}    return result\n"
     l3_ctx = f"{signature}    {TODO}\n    return result\n"
-    out.append(Draft(f"{qual}/L3", qual, 3, described, l3_ctx, l3_ref, f"solve({values})"))
+    out.append(Draft(f"{qual}/L3", qual, 3, described, l3_ctx, l3_ref, run.calls(values)))
     return out
 
 

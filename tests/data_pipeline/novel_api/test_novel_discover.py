@@ -528,7 +528,13 @@ def test_an_empty_stage_names_its_top_drop_reasons():
     from data_pipeline.novel_api.app import empty_output
 
     line = empty_output("bundles", {"kept": 0, "dropped": {"no_valid_example": 28, "no_signature": 3}})
-    assert line == "bundles: no bundles (top drop reasons: no_valid_example 28, no_signature 3)"
+    assert line.startswith("bundles: no bundles (top drop reasons: no_valid_example 28, no_signature 3); ")
+    assert "no example was found" in line and "examples=PATH" in line  # the option that could help
+    ran = {"examples_kept": 0, "example_failed": 5, "example_needs_network": 2}
+    line = empty_output("bundles", {"kept": 0, "dropped": {"no_valid_example": 7}, "examples": ran})
+    assert "examples ran: {'example_failed': 5, 'example_needs_network': 2}" in line
+    line = empty_output("tasks", {"tasks": 0, "dropped": {"no_usable_example": 3}})
+    assert "tasks.generator=llm" in line
     assert empty_output("tasks", {"tasks": 4, "dropped": {}}) is None
 
 
