@@ -533,11 +533,13 @@ def doc_programs(text: str) -> list[tuple[int, str]]:
 
 
 def page_sessions(blocks: list[tuple[int, str]]) -> list[tuple[int, str]]:
-    """Each block of a page, in page order, with the earlier blocks it builds on written in front: those
-    that bind a name it reads (an import, a variable, a mapped class), and theirs in turn, as a doctest
-    session would have run them. Only those: a block that fails (a deliberate error, a server it
-    needs) never reaches a later block that does not read what it binds. A block that does not
-    parse stays as it is."""
+    """Each block of a page, in page order, with what it builds on from the earlier blocks written in
+    front, as a doctest session would have run it: a block that binds a name it reads by an
+    assignment, a definition or a mapped class comes whole (and what it builds on in turn); a name
+    an earlier block only imports brings that import alone (a block's import of `Flask` does not
+    bring the `app.run()` beside it). A block that fails (a deliberate error, a server it needs)
+    never reaches a later block that does not read what it binds. A block that does not parse
+    stays as it is."""
     parsed = []
     for line, code in sorted(blocks, key=lambda b: b[0]):
         try:
@@ -546,7 +548,8 @@ def page_sessions(blocks: list[tuple[int, str]]) -> list[tuple[int, str]]:
             parsed.append((line, code, None))
     sessions = []
     for k, (line, code, body) in enumerate(parsed):
-        chosen: list[int] = []
+        whole: set[int] = set()
+        imports: dict[int, list[ast.stmt]] = {}
         needed = set(free_names(body, bound_names(body))) if body is not None else set()
         for j in range(k - 1, -1, -1):
             earlier = parsed[j][2]
@@ -554,11 +557,23 @@ def page_sessions(blocks: list[tuple[int, str]]) -> list[tuple[int, str]]:
                 break
             if earlier is None:
                 continue
-            binds = bound_names(earlier)
-            if binds & needed:
-                chosen.append(j)
+            imported = [s for s in earlier if isinstance(s, ast.Import | ast.ImportFrom)]
+            others = [s for s in earlier if not isinstance(s, ast.Import | ast.ImportFrom)]
+            if bound_names(others) & needed:
+                whole.add(j)
+                binds = bound_names(earlier)
                 needed = (needed - binds) | set(free_names(earlier, binds))
-        setup = "".join(parsed[j][1].rstrip("\n") + "\n" for j in sorted(chosen))
+                continue
+            wanted = [s for s in imported if bound_names([s]) & needed]
+            if wanted:
+                imports[j] = wanted
+                needed -= bound_names(wanted)
+        setup = ""
+        for j in range(k):
+            if j in whole:
+                setup += parsed[j][1].rstrip("\n") + "\n"
+            elif j in imports:
+                setup += "".join(ast.unparse(s) + "\n" for s in imports[j])
         sessions.append((line, setup + code))
     return sessions
 

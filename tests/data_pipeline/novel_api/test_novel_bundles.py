@@ -268,7 +268,13 @@ def test_manifest_counts_every_api_and_example(built):
     assert manifest["dropped"] == {"no_signature": 1, "source_unreadable": 1, "no_valid_example": 3}
     assert manifest["input"] == manifest["kept"] + sum(manifest["dropped"].values())
     # doctests of add, scale, join, broken, spin, total, Box; render's two snippets
-    assert manifest["examples"] == {"examples_kept": 6, "example_failed": 2, "example_timeout": 1}
+    assert manifest["examples"] == {
+        "examples_kept": 6,
+        "example_failed": 2,
+        "example_timeout": 1,
+        "example_needs_network": 0,
+        "example_needs_server": 0,
+    }
     failures = {(f["qualname"], f["kind"], f["status"]) for f in manifest["example_failures"]}
     assert failures == {
         ("broken", "doctest", "failed"),

@@ -246,6 +246,16 @@ def test_a_page_runs_as_a_session_with_only_the_blocks_each_builds_on():
     assert blocks[0].startswith("from novlib.orm import")
 
 
+def test_a_name_an_earlier_block_only_imports_brings_the_import_alone():
+    page = (
+        ".. code-block:: python\n\n    from novlib.web import App, TestClient\n    App().serve_forever()\n\n"
+        ".. code-block:: python\n\n    client = TestClient(None)\n"
+    )
+    assert [code for _, code in doc_programs(page)][1] == (
+        "from novlib.web import App, TestClient\nclient = TestClient(None)"
+    )
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("context")
