@@ -19,7 +19,9 @@ every mutant of a program.
 from __future__ import annotations
 
 import ast
+import io
 import random
+import tokenize
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -342,9 +344,168 @@ def pattern_sites(tree: ast.Module, nodes: list[ast.AST]) -> list[Site]:
 
 
 def splice(source: str, tree: ast.Module, nodes: list[ast.AST], site: Site) -> str | None:
-    """`source` (the text `tree` was parsed from) with `site`'s change written over the text of the
-    smallest node it touches, so comments and layout elsewhere stay as they were; None when no
-    rewrite of that node's text parses to the mutated tree."""
+    """`source` (the text `tree` was parsed from) with `site`'s change written into it and nothing
+    else changed: an operator token replaced, an argument's own text moved, an `else` block's lines
+    removed, so no line but the bug's reads differently (a rewritten quote or parenthesis would show
+    the model where the bug is). Where no such edit is found, the smallest node the change touches
+    is written anew (`ast.unparse`); None when neither parses to the mutated tree."""
+    with applied(nodes, site):
+        wanted = ast.dump(tree)
+    text = _Text(source)
+    for edits in _edits(text, nodes, site):
+        edited = text.apply(edits)
+        if edited is not None and _parses_to(edited, wanted):
+            return edited
+    return _rewritten(source, tree, nodes, site, wanted)
+
+
+def _parses_to(text: str, wanted: str) -> bool:
+    try:
+        return ast.dump(ast.parse(text)) == wanted
+    except (SyntaxError, ValueError):
+        return False
+
+
+class _Text:
+    """A module's text addressed as ast addresses it: lines from 1, columns in UTF-8 bytes."""
+
+    def __init__(self, source: str) -> None:
+        self.data = source.encode()
+        self.starts = [0]
+        for line in source.encode().splitlines(keepends=True):
+            self.starts.append(self.starts[-1] + len(line))
+
+    def offset(self, line: int, col: int) -> int:
+        return self.starts[line - 1] + col
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        start = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        return start, self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+
+    def of(self, node: ast.AST) -> str:
+        start, end = self.span(node)
+        return self.data[start:end].decode()
+
+    def lines(self, first: int, last: int) -> tuple[int, int]:
+        return self.starts[first - 1], self.starts[last]
+
+    def apply(self, edits: list[tuple[int, int, str]]) -> str | None:
+        out, at = b"", 0
+        for start, end, replacement in sorted(edits):
+            if start < at:
+                return None
+            out += self.data[at:start] + replacement.encode()
+            at = end
+        return (out + self.data[at:]).decode()
+
+
+SYMBOLS: dict[type[ast.AST], str] = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+    ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|",
+    ast.BitXor: "^", ast.MatMult: "@", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+    ast.Eq: "==", ast.NotEq: "!=", ast.Is: "is", ast.IsNot: "is not", ast.In: "in",
+    ast.NotIn: "not in", ast.And: "and", ast.Or: "or",
+}  # fmt: skip
+
+
+def _edits(text: _Text, nodes: list[ast.AST], site: Site) -> list[list[tuple[int, int, str]]]:
+    """Candidate edits (byte ranges and their new text) that make `site`'s change in place."""
+    holder = nodes[site.node]
+    value = getattr(holder, site.field)
+    old = value[site.key] if site.key is not None else value
+    if site.operator == "delete" or (site.operator == "missing_branch" and site.key is not None):
+        start, end = text.span(old)
+        return [[(start, end, "pass")]]
+    if site.operator == "negate":
+        start, end = text.span(old)
+        return [[(start, end, f"not {text.of(old)}")], [(start, end, f"not ({text.of(old)})")]]
+    if isinstance(holder, ast.Constant):
+        start, end = text.span(holder)
+        return [[(start, end, _constant_text(text.of(holder), site.change(old)))]]
+    if site.operator == "swapped_arguments":
+        (a0, b0), (a1, b1) = text.span(old[0]), text.span(old[1])
+        return [[(a0, b0, text.of(old[1])), (a1, b1, text.of(old[0]))]]
+    if site.operator == "missing_branch" and isinstance(holder, ast.If):  # its else/elif lines go
+        return [e for e in [_else_lines(text, holder)] if e]
+    if site.operator in ("off_by_one", "wrong_return") and isinstance(old, ast.expr):
+        new = site.change(old)
+        start, end = text.span(old)
+        shown = text.of(new) if getattr(new, "end_lineno", None) is not None else ast.unparse(new)
+        return [[(start, end, shown)], [(start, end, f"({shown})")]]
+    if type(old) in SYMBOLS:  # an operator: its token between the operands
+        new_symbol = SYMBOLS[type(site.change(old))] + ("=" if isinstance(holder, ast.AugAssign) else "")
+        old_symbol = SYMBOLS[type(old)] + ("=" if isinstance(holder, ast.AugAssign) else "")
+        edits = []
+        for left, right in _operands(holder, site.key):
+            found = _token(text, text.span(left)[1], text.span(right)[0], old_symbol)
+            if found is None:
+                return []
+            edits.append((*found, new_symbol))
+        return [edits]
+    return []
+
+
+def _operands(holder: ast.AST, key: int | None) -> list[tuple[ast.AST, ast.AST]]:
+    """The (left, right) operands around each token of the operator the site changes."""
+    if isinstance(holder, ast.BinOp):
+        return [(holder.left, holder.right)]
+    if isinstance(holder, ast.AugAssign):
+        return [(holder.target, holder.value)]
+    if isinstance(holder, ast.Compare) and key is not None:
+        return [(holder.left if key == 0 else holder.comparators[key - 1], holder.comparators[key])]
+    if isinstance(holder, ast.BoolOp):
+        return list(zip(holder.values, holder.values[1:], strict=False))
+    return []
+
+
+def _token(text: _Text, start: int, end: int, symbol: str) -> tuple[int, int] | None:
+    """The byte range of `symbol` (an operator, "is not" as two words) between two operands."""
+    gap = text.data[start:end].decode()
+    words = symbol.split()
+    tokens = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(gap).readline):
+            if token.type in (tokenize.OP, tokenize.NAME):
+                tokens.append(token)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass  # the gap's parentheses need not balance: the tokens read so far serve
+    lines = gap.splitlines(keepends=True) or [""]
+
+    def offset(row: int, col: int) -> int:  # tokenize's (row, column in characters) as bytes
+        return start + len("".join(lines[: row - 1]).encode()) + len(lines[row - 1][:col].encode())
+
+    for i in range(len(tokens) - len(words) + 1):
+        if [t.string for t in tokens[i : i + len(words)]] == words:
+            return offset(*tokens[i].start), offset(*tokens[i + len(words) - 1].end)
+    return None
+
+
+def _constant_text(shown: str, value: Any) -> str:
+    """The new constant written as the old one was: a string keeps its prefix and quotes."""
+    if isinstance(value, str):
+        prefix = shown[: len(shown) - len(shown.lstrip("rRbBuUfF"))]
+        quote = (
+            shown[len(prefix) : len(prefix) + 3]
+            if shown[len(prefix) :][:3] in ('"""', "'''")
+            else shown[len(prefix)]
+        )
+        return f"{prefix}{quote}{value}{quote}"
+    return repr(value)
+
+
+def _else_lines(text: _Text, branch: ast.If) -> list[tuple[int, int, str]]:
+    """The lines of an `if`'s `else:` (or `elif ...:`) down to its block's last line."""
+    body_end = max(getattr(s, "end_lineno", 0) or 0 for s in branch.body)
+    last = max(getattr(s, "end_lineno", 0) or 0 for s in branch.orelse)
+    for line in range(body_end + 1, branch.orelse[0].lineno + 1):
+        start, end = text.lines(line, line)
+        if text.data[start:end].decode().lstrip().startswith(("else", "elif")):
+            return [(start, text.lines(last, last)[1], "")]
+    return []
+
+
+def _rewritten(source: str, tree: ast.Module, nodes: list[ast.AST], site: Site, wanted: str) -> str | None:
+    """`source` with the smallest node `site`'s change touches written anew (`ast.unparse`)."""
     holder = nodes[site.node]
     value = getattr(holder, site.field)
     old = value[site.key] if site.key is not None else value
@@ -354,7 +515,6 @@ def splice(source: str, tree: ast.Module, nodes: list[ast.AST], site: Site) -> s
         return None
     first, col, last, end_col = (int(n) for n in place if isinstance(n, int))
     with applied(nodes, site) as (_, new):
-        wanted = ast.dump(tree)
         text = ast.unparse(new if target is old else holder)
     if isinstance(target, ast.stmt):  # a block's continuation lines at the statement's own indent
         text = text.replace("\n", "\n" + " " * col)

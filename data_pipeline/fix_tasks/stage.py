@@ -19,6 +19,7 @@ started again runs only the units it had not finished.
 
 from __future__ import annotations
 
+import ast
 import json
 import logging
 import re
@@ -290,10 +291,12 @@ def fix_row(job: Job, bug: Bug, result: ExecutionResult) -> dict[str, Any]:
 
 
 def _symptom(result: ExecutionResult, tests: str) -> str:
-    """What the failing tests showed, as a bug report would: the test line that failed and how."""
+    """What the failing tests showed, as a bug report would: the test's line that failed (in the test
+    function, not a helper it called) and how."""
     lines = tests.splitlines()
-    at = [int(n) for n in FAILED_AT.findall(result.stderr) if 0 < int(n) <= len(lines)]
-    where = " ".join(lines[at[-1] - 1].split()) if at else ""
+    frames = [int(n) for n in FAILED_AT.findall(result.stderr) if 0 < int(n) <= len(lines)]
+    frame = frames[1] if len(frames) > 1 else frames[0] if frames else None  # [the call, the test, ...]
+    where = _without_message(" ".join(lines[frame - 1].split())) if frame else ""
     error = result.detail.strip().splitlines()[-1].strip() if result.detail.strip() else ""
     name, _, message = error.partition(":")
     if not name.isidentifier():
@@ -301,9 +304,18 @@ def _symptom(result: ExecutionResult, tests: str) -> str:
     how = "fails" if name in ("", "AssertionError") else f"raises {name}"
     if message.strip() and name != "AssertionError" and len(message) <= 80:
         how += f" ({message.strip()})"
-    if where and len(where) <= 120:
+    if where and len(where) <= 160:
         return f"`{where}` {how}"
     return f"a test {how}"
+
+
+def _without_message(line: str) -> str:
+    """`assert x == 1, "x"` -> `assert x == 1`: the check, not its message."""
+    try:
+        statement = ast.parse(line).body[0]
+    except (SyntaxError, IndexError, ValueError):
+        return line
+    return f"assert {ast.unparse(statement.test)}" if isinstance(statement, ast.Assert) else line
 
 
 def _distinct_units(jobs: list[Job], cfg: BuildConfig, units: Counter[str]) -> list[Job]:

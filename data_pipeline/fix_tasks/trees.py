@@ -70,20 +70,19 @@ def unpack(archive: Path, folder: Path) -> Path:
         name = name.removesuffix(suffix)
     target = folder / name
     marker = target / ".unpacked"
-    if marker.exists():
-        return target
-    shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(parents=True)
-    try:
-        if archive.name.endswith(".zip"):
-            with zipfile.ZipFile(archive) as zf:
-                zf.extractall(target)
-        else:
-            with tarfile.open(archive) as tf:
-                tf.extractall(target, filter="data")  # no links out of the folder, no devices
-    except (OSError, tarfile.TarError, zipfile.BadZipFile) as err:
-        raise UserError(f"{archive}: cannot unpack it ({err})") from err
-    entries = [p for p in target.iterdir()]
-    root = entries[0] if len(entries) == 1 and entries[0].is_dir() else target
-    marker.write_text("")
-    return root if root != target else target
+    if not marker.exists():
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(parents=True)
+        try:
+            if archive.name.endswith(".zip"):
+                with zipfile.ZipFile(archive) as zf:
+                    zf.extractall(target)
+            else:
+                with tarfile.open(archive) as tf:
+                    tf.extractall(target, filter="data")  # no links out of the folder, no devices
+        except (OSError, tarfile.TarError, zipfile.BadZipFile) as err:
+            raise UserError(f"{archive}: cannot unpack it ({err})") from err
+        marker.write_text("")
+    # an sdist holds one top folder (name-version/): the tree is that folder, on every run alike
+    entries = [p for p in target.iterdir() if p != marker]
+    return entries[0] if len(entries) == 1 and entries[0].is_dir() else target

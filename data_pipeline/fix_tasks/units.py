@@ -6,12 +6,14 @@ of its tree: the sandbox runs one file), and its tests come from two places:
 
 - the tree's pytest files (``test_*.py``, ``*_test.py``, anything under ``tests/``) that import the
   module: each test function (and each ``test_*`` method of a ``Test*`` class) that takes no fixture
-  becomes a case, ``@pytest.mark.parametrize`` cases are called once per parameter set; the file's
+  becomes a case (and each ``test*`` method of a ``unittest.TestCase``, whatever its class's name,
+  as unittest runs it), ``@pytest.mark.parametrize`` cases are called once per parameter set; the file's
   imports of the module are dropped (``import pkg.mod as m`` makes ``m.f`` plain ``f``), its other
   imports and helpers are kept; a file that imports another module of the tree is not used for it;
 - the doctests in the module's own docstrings: ``>>> expr`` with an expected value becomes
-  ``assert repr(expr) == 'value'``, a statement runs as it is (examples that expect an exception or
-  print are left out).
+  ``assert (expr) == value`` when the value is a literal, else ``assert repr(expr) == 'value'``; a
+  statement runs as it is (examples marked ``+SKIP`` or matched loosely, that expect an exception,
+  print, or import are left out).
 
 A *unit* is a function, or a method of a top-level class. Its tests are the cases that name it (a
 method: its name and its class's) and its own doctests; the builder measures, in the sandbox,
@@ -143,6 +145,8 @@ def discover(root: Path, label: str, max_lines: int) -> Discovery:
     tests, modules = [], []
     for path in files:
         rel = path.relative_to(root)
+        if rel.name in SKIP_FILES:  # packaging and task-runner scripts, pytest's conftest
+            continue
         (tests if is_test_file(rel) else modules).append(rel)
     own_names = {top_name(rel) for rel in modules + tests}
     parsed_tests = {}
@@ -296,7 +300,11 @@ def module_cases(tree: ast.Module, names: set[str], own: set[str]) -> list[Case]
                 header.append(ast.Import(rest))
         elif isinstance(stmt, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef | ast.If):
             continue
-        else:
+        else:  # a try that imports (`try: import ujson as json`): not the tree's own modules
+            tops = own | {name.split(".")[0] for name in names}
+            nested = [n for n in ast.walk(stmt) if isinstance(n, ast.Import | ast.ImportFrom)]
+            if any(_own_import(n, tops) for n in nested):
+                return []
             header.append(stmt)
     if not uses_module:
         return []
@@ -315,7 +323,7 @@ def module_cases(tree: ast.Module, names: set[str], own: set[str]) -> list[Case]
             call = _call(stmt, stmt.name)
             if call is not None:
                 cases.append(Case(ast.unparse(stmt), call, frozenset(_names(stmt)), head))
-        elif isinstance(stmt, ast.ClassDef) and stmt.name.startswith("Test"):
+        elif isinstance(stmt, ast.ClassDef):
             style = _class_style(stmt)
             if style is None:
                 continue
@@ -333,6 +341,12 @@ def module_cases(tree: ast.Module, names: set[str], own: set[str]) -> list[Case]
     return cases
 
 
+def _own_import(node: ast.Import | ast.ImportFrom, own: set[str]) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return bool(node.level) or (node.module or "").split(".")[0] in own
+    return any(alias.name.split(".")[0] in own for alias in node.names)
+
+
 def _is_fixture(node: ast.AST) -> bool:
     return any("fixture" in ast.unparse(d) for d in getattr(node, "decorator_list", []))
 
@@ -344,9 +358,11 @@ def _class_style(cls: ast.ClassDef) -> str | None:
     if any(_is_fixture(s) for s in cls.body):
         return None
     bases = [ast.unparse(b) for b in cls.bases]
-    if bases in (["unittest.TestCase"], ["TestCase"]):
+    if bases in (["unittest.TestCase"], ["TestCase"]):  # collected whatever its name, as unittest does
         return None if names & {"setUpClass", "tearDownClass", "__init__"} else "unittest"
-    if bases or names & {"setup_method", "setup_class", "setUp", "__init__", "teardown_method"}:
+    if not cls.name.startswith("Test") or bases:  # pytest collects plain classes named Test*
+        return None
+    if names & {"setup_method", "setup_class", "setUp", "__init__", "teardown_method"}:
         return None
     return "plain"
 
@@ -378,8 +394,13 @@ def _call(func: ast.FunctionDef, target: str, method_of: ast.ClassDef | None = N
     return f"for _case in {values_text}:\n    {target}(*_case)"
 
 
+UNMATCHED = doctest.SKIP | doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE  # doctest's looser matching
+
+
 def _doctest_case(doc: str | None, unit: str) -> Case | None:
-    """The unit's doctest examples as asserts (see the module docstring); None when it has none."""
+    """The unit's doctest examples as asserts (see the module docstring); None when it has none.
+    Left out: examples marked `+SKIP`, or matched loosely (`+ELLIPSIS`, `+NORMALIZE_WHITESPACE`),
+    that expect an exception, print, or import a module (the module's names are the program's)."""
     if not doc:
         return None
     try:
@@ -388,21 +409,31 @@ def _doctest_case(doc: str | None, unit: str) -> Case | None:
         return None
     lines = []
     for example in examples:
-        if example.exc_msg is not None:
+        loose = any(flag & UNMATCHED for flag, on in example.options.items() if on)
+        if example.exc_msg is not None or loose or "..." in example.want:
             continue
         source = example.source.rstrip("\n")
         want = example.want.rstrip("\n")
+        try:
+            statements = ast.parse(source).body
+        except SyntaxError:
+            continue
+        if any(isinstance(node, ast.Import | ast.ImportFrom) for node in statements):
+            continue
         if not want:
             lines.append(source)
             continue
-        try:
-            expression = ast.parse(source, mode="eval")
-        except SyntaxError:
+        if (
+            len(statements) != 1
+            or not isinstance(statements[0], ast.Expr)
+            or "print" in _names(statements[0])
+        ):
             continue
-        if "print" in _names(expression):
-            continue
-        shown = ast.unparse(expression.body)  # the example's comments dropped
-        lines.append(f"assert repr({shown}) == {want!r}, {shown!r}")
+        shown = ast.unparse(statements[0].value)  # the example's comments dropped
+        if _is_literal(want):  # compared as values: quotes and line breaks of the printout do not matter
+            lines.append(f"assert ({shown}) == {' '.join(want.split())}, {shown!r}")
+        else:
+            lines.append(f"assert repr({shown}) == {want!r}, {shown!r}")
     if not any(line.startswith("assert") for line in lines):
         return None
     body = "\n".join(lines)
@@ -411,6 +442,14 @@ def _doctest_case(doc: str | None, unit: str) -> Case | None:
     except SyntaxError:  # an example that only parses inside doctest's own runner
         return None
     return Case("", body, frozenset(names) | {unit})
+
+
+def _is_literal(text: str) -> bool:
+    try:
+        ast.literal_eval(" ".join(text.split()))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 def _units(tree: ast.Module, cases: list[Case], counts: Counter[str]) -> list[Unit]:

@@ -96,3 +96,29 @@ def test_a_change_that_needs_parentheses_gets_them():
     assert splice(source, tree, nodes, site) == "def g(a, b, c):\n    return a\n"
     texts = [splice(source, tree, nodes, s) for s in mutation_sites(tree, nodes) if s.operator == "operator"]
     assert "def g(a, b, c):\n    return a * (b - c)\n" in texts
+
+
+FORMATTED = """def f(s, k):
+    pat = r"(?:^|_)(.)"
+    v = bool((1 << (k - 1)) & s)
+    return re.sub(
+        pat, lambda m: m.group(1).upper(), "x", count=(1 + k)
+    )
+"""
+
+
+def test_a_bug_changes_its_own_tokens_and_leaves_quotes_and_parentheses_as_written():
+    tree = ast.parse(FORMATTED)
+    nodes = preorder(tree)
+    texts = {
+        splice(FORMATTED, tree, nodes, s) for s in mutation_sites(tree, nodes) + pattern_sites(tree, nodes)
+    }
+    assert FORMATTED.replace('r"(?:^|_)(.)"', 'r""') in texts  # a raw string stays raw
+    assert FORMATTED.replace("(k - 1)", "(k + 1)") in texts  # the operator token alone
+    assert FORMATTED.replace("(k - 1)", "(k)") in texts  # off by one: the operand's own text
+    swapped = FORMATTED.replace("pat, lambda m: m.group(1).upper(),", "lambda m: m.group(1).upper(), pat,")
+    assert swapped in texts  # the arguments' own text, the call's layout kept
+    for text in texts:
+        assert text is not None
+        changed = [a for a, b in zip(FORMATTED.splitlines(), text.splitlines(), strict=False) if a != b]
+        assert len(changed) <= 1 or "pass" in text, text  # one line, or a statement deleted

@@ -76,6 +76,21 @@ def chunks(seq, size):
     if size < 1:
         raise ValueError("size must be positive")
     return [list(seq[i : i + size]) for i in range(0, len(seq), size)]
+
+
+def pairs(d):
+    """A dict's items as a sorted list of pairs.
+
+    >>> from minicalc.text import pairs  # the module's own names need no import
+    >>> pairs({"b": 2, "a": 1})
+    [('a', 1), ('b', 2)]
+    >>> pairs(load_from_the_network())  # doctest: +SKIP
+    [('x', 1)]
+    >>> pairs({"z": 0, "y": 1})
+    [('y', 1),
+     ('z', 0)]
+    """
+    return sorted(d.items())
 ''',
     "src/minicalc/report.py": """from minicalc.stats import mean
 
@@ -136,7 +151,7 @@ def test_chunks():
 from minicalc import text
 
 
-class TestChunks(unittest.TestCase):
+class ChunkChecks(unittest.TestCase):
     def setUp(self):
         self.items = [1, 2, 3]
 

@@ -66,7 +66,7 @@ def test_discovery_reads_pytest_files_and_doctests(tmp_path):
     assert set(stats) == {"mean", "median", "clamp", "Running.__init__", "Running.add", "Running.average"}
     assert found.units["untested"] == 1  # `untested`
     mean = stats["mean"].tests
-    assert "test_mean()" in mean and "assert repr(mean([1, 2, 3])) == '2.0'" in mean
+    assert "test_mean()" in mean and "assert (mean([1, 2, 3])) == 2.0" in mean  # a literal: by value
     assert "numbers" not in mean  # a test that needs a fixture is not run
     assert "for _case in [([1, 3, 2], 2)" in stats["median"].tests
     assert "TestRunning().test_average()" in stats["Running.add"].tests
@@ -74,8 +74,13 @@ def test_discovery_reads_pytest_files_and_doctests(tmp_path):
     text = by_module["src/minicalc/text.py"]
     assert "slugify('Hello, World!')" in text["slugify"].tests  # `t.slugify` unqualified
     assert "import minicalc" not in text["slugify"].tests
-    legacy = text["chunks"].tests  # a unittest.TestCase: an instance per test, setUp, the test, tearDown
-    assert "_case = TestChunks('test_pairs')\n_case.setUp()\n_case.test_pairs()\n_case.tearDown()" in legacy
+    legacy = text["chunks"].tests  # a unittest.TestCase of any name: an instance per test, setUp, the test
+    assert "_case = ChunkChecks('test_pairs')\n_case.setUp()\n_case.test_pairs()\n_case.tearDown()" in legacy
+    doctests = text["pairs"].tests  # no import, no +SKIP; a printout over two lines compared as a value
+    assert doctests == (
+        "assert (pairs({'b': 2, 'a': 1})) == [('a', 1), ('b', 2)], \"pairs({'b': 2, 'a': 1})\"\n"
+        "assert (pairs({'z': 0, 'y': 1})) == [('y', 1), ('z', 0)], \"pairs({'z': 0, 'y': 1})\"\n"
+    )
 
 
 def test_a_git_clone_is_read_as_git_tracks_it(tmp_path):
@@ -101,6 +106,11 @@ def test_a_build_keeps_only_bugs_the_tests_catch_and_balances(tmp_path):
     assert manifest["dropped"].get("source:survived", 0) > 0  # candidates the tests let through
     tasks = assert_every_row_is_caught(out)
     assert len({t["taxonomy"]["topic"] for t in tasks}) >= 6  # the operators and the bug patterns
+    for task in tasks:  # a bug report: the test's own line that failed, without its assert message
+        assert task["instruction_descriptive"].startswith(f"`{task['name'].split(':')[1]}` has a bug: ")
+        assert "` fails." in task["instruction_descriptive"] or "` raises " in task["instruction_descriptive"]
+    shown = next(t["instruction_descriptive"] for t in tasks if "pairs" in t["name"])
+    assert "`assert pairs(" in shown and '"pairs(' not in shown  # the doctest's assert, not its message
     row = tasks[0]
     changed = [
         a for a, b in zip(row["before"].splitlines(), row["after"].splitlines(), strict=False) if a != b
@@ -210,3 +220,19 @@ def test_bad_input_is_one_line(tmp_path, args, needle):
     errors = [line for line in lines if line.startswith("error:")]
     assert ran.returncode == 2 and len(errors) == 1 and needle in errors[0], ran.stderr[-2000:]
     assert "Traceback" not in ran.stderr
+
+
+def test_an_sdist_is_the_same_tree_when_a_build_starts_again(tmp_path):
+    """A killed build unpacks nothing twice and must see the same tree: the units' keys depend on it."""
+    import tarfile
+
+    from data_pipeline.fix_tasks.trees import unpack
+
+    tree = write_tree(tmp_path / "minicalc-1.0")
+    archive = tmp_path / "minicalc-1.0.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(tree, arcname="minicalc-1.0")
+    first, again = unpack(archive, tmp_path / "trees"), unpack(archive, tmp_path / "trees")
+    assert first == again and first.name == "minicalc-1.0" and (first / "src").is_dir()
+    paths = [[s.path for s in discover(root, "m", max_lines=600).subjects] for root in (first, again)]
+    assert paths[0] == paths[1] == ["src/minicalc/stats.py", "src/minicalc/text.py"]
