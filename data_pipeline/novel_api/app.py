@@ -47,7 +47,7 @@ class ProseConfig(EndpointConfig):
 
 @dataclass
 class TasksConfig:
-    generator: str = "deterministic"  # deterministic (offline) | llm
+    generator: str = "deterministic"  # deterministic (offline) | llm (a served model) | both
     llm: LLMConfig = field(default_factory=LLMConfig)
 
 
@@ -108,10 +108,12 @@ class NovelAPIConfig:
     def validate(self) -> None:
         if self.stage not in STAGES:
             raise ConfigError(f"stage={self.stage!r}: choose one of {STAGES}")
-        if self.tasks.generator not in ("deterministic", "llm"):
-            raise ConfigError(f"tasks.generator={self.tasks.generator!r}: choose deterministic or llm")
-        if self.tasks.generator == "llm" and not self.tasks.llm.model:
-            raise ConfigError("tasks.generator=llm needs tasks.llm.model=<served model name>")
+        if self.tasks.generator not in ("deterministic", "llm", "both"):
+            raise ConfigError(f"tasks.generator={self.tasks.generator!r}: choose deterministic, llm or both")
+        if self.tasks.generator != "deterministic" and not self.tasks.llm.model:
+            raise ConfigError(
+                f"tasks.generator={self.tasks.generator} needs tasks.llm.model=<served model name>"
+            )
         unknown = sorted(set(self.corpus.kinds) - {"sft", "raft"})
         if unknown or not self.corpus.kinds:
             raise ConfigError(f"corpus.kinds={self.corpus.kinds}: choose from [sft, raft]")
@@ -303,10 +305,11 @@ def _tasks(cfg: NovelAPIConfig, out: Path) -> dict[str, Any]:
 
     bundles = _read_jsonl(out / "bundles.jsonl")
     generate = drafts
-    if cfg.tasks.generator == "llm":
-        from data_pipeline.novel_api.llm_tasks import LLMTaskGenerator
+    if cfg.tasks.generator != "deterministic":
+        from data_pipeline.novel_api.llm_tasks import LLMTaskGenerator, both_routes
 
-        generate = LLMTaskGenerator.from_config(cfg.tasks.llm)
+        llm = LLMTaskGenerator.from_config(cfg.tasks.llm)
+        generate = both_routes(drafts, llm) if cfg.tasks.generator == "both" else llm
     with _sandbox(cfg, out) as sandbox:
         tasks, manifest = build_tasks(bundles, sandbox, generate)
     python = json.loads((out / "discovery.json").read_text())["python"]["new"]

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +83,24 @@ class LLMTaskGenerator:
                     reply["description"],
                     reply["context"],
                     reply["reference"],
-                    reply["call"],
+                    _awaited(reply["call"]),
+                    generator="llm",
                 )
             )
         return drafts
+
+
+def _awaited(call: str) -> str:
+    """`asyncio.run(solve())` with no import of asyncio needed: the tests import nothing."""
+    return re.sub(r"^\s*asyncio\.run\(", "__import__('asyncio').run(", call)
+
+
+def both_routes(deterministic: Callable[[dict[str, Any]], list[Draft]], llm: LLMTaskGenerator):
+    """`tasks.generator=both`: the deterministic tasks of a bundle and the model's, the model's ids
+    marked `/llm` so the two never collide; the manifest counts each route's (`per_generator`)."""
+
+    def generate(bundle: dict[str, Any]) -> list[Draft]:
+        written = [replace(d, id=f"{d.id}/llm") for d in llm(bundle)]
+        return [*deterministic(bundle), *written]
+
+    return generate

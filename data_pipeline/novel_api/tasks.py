@@ -52,6 +52,7 @@ class Draft:
     reference: str
     call: str  # how the tests call it: "solve()" or "solve(10, 3)"
     use: str = "call"  # call | type (a class the reference uses as a type, never calls)
+    generator: str = "deterministic"  # the route that wrote it: deterministic | llm
 
 
 def strip_name(text: str, bundle: dict[str, Any]) -> str:
@@ -437,7 +438,7 @@ class TaskBuilder:
                     "paths": paths,
                     "signature": _parameters((bundle.get("S") or {}).get("signature")),
                     "reference_calls": _unique(spy.get("calls", [])),  # the capture calls solve twice
-                    "generator": "deterministic",
+                    "generator": draft.generator,
                     "use": draft.use,
                 }
             )
@@ -495,6 +496,7 @@ def build_tasks(
         "apis_with_tasks": apis_with_tasks,
         "tasks": len(tasks),
         "per_level": dict(Counter(t["level"] for t in tasks)),
+        "per_generator": dict(Counter(t["generator"] for t in tasks)),  # how many each route gave
         "dropped": dict(dropped),
     }
     return tasks, manifest

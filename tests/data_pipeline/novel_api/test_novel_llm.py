@@ -102,3 +102,35 @@ def test_each_llm_step_takes_the_endpoint_keys_and_rejects_others():
     assert cfg.prose.max_retries == 0 and cfg.checks.timeout_s == 5
     with pytest.raises(ConfigCompositionException, match="tasks.llm.retries"):
         validate_overrides(APP, ["stage=tasks", "tasks.llm.retries=0"])
+
+
+ASYNC_REFERENCE = (
+    "import asyncio\nimport novlib.text\n\n\nasync def solve(n):\n    await asyncio.sleep(0)\n"
+    "    result = novlib.text.slugify('A b C', max_len=n)\n    return result\n"
+)
+
+
+def test_both_routes_give_tasks_each_counted_and_an_async_one_runs_under_an_event_loop(endpoint, sandbox):  # noqa: F811
+    from data_pipeline.novel_api.llm_tasks import both_routes
+    from data_pipeline.novel_api.tasks import drafts
+
+    written = {
+        **GOOD,
+        "reference": ASYNC_REFERENCE,
+        "context": ASYNC_REFERENCE.replace(
+            "    result = novlib.text.slugify('A b C', max_len=n)\n", f"    {TODO}\n"
+        ),
+        "call": "asyncio.run(solve(3))",
+    }
+    _Scripted.replies = [json.dumps(written), "no", "no"]
+    cfg = validate_overrides(
+        APP, ["stage=tasks", "tasks.generator=both", "tasks.llm.model=m", f"tasks.llm.base_url={endpoint}",
+              "tasks.llm.api_key_env=NONE"],
+    )  # fmt: skip
+    generate = both_routes(drafts, LLMTaskGenerator.from_config(cfg.tasks.llm))
+    tasks, manifest = build_tasks([BUNDLE], sandbox, generate)
+    by_route = {route: [t for t in tasks if t["generator"] == route] for route in ("deterministic", "llm")}
+    assert by_route["deterministic"] and [t["id"] for t in by_route["llm"]] == ["novlib.text.slugify/L1/llm"]
+    assert manifest["per_generator"] == {k: len(v) for k, v in by_route.items()}
+    llm = by_route["llm"][0]  # the model's async task: its tests run it with asyncio, which they never import
+    assert llm["c1"] and "__import__('asyncio').run(solve(3))" in llm["tests"]
