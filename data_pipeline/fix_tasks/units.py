@@ -466,7 +466,7 @@ def _units(tree: ast.Module, cases: list[Case], counts: Counter[str]) -> list[Un
                     defs.append((f"{stmt.name}.{member.name}", member, needed))
     for name, node, needed in defs:
         counts["found"] += 1
-        body = node.body[1:] if node.body and _is_docstring(node.body[0]) else node.body
+        body = node.body[1:] if ast.get_docstring(node, clean=False) is not None else node.body
         if not body or all(isinstance(s, ast.Pass) for s in body):
             counts["empty"] += 1
             continue
@@ -480,11 +480,3 @@ def _units(tree: ast.Module, cases: list[Case], counts: Counter[str]) -> list[Un
         first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
         found.append(Unit(name, first, node.end_lineno or node.lineno, body[0].lineno, tuple(chosen)))
     return found
-
-
-def _is_docstring(stmt: ast.stmt) -> bool:
-    return (
-        isinstance(stmt, ast.Expr)
-        and isinstance(stmt.value, ast.Constant)
-        and isinstance(stmt.value.value, str)
-    )

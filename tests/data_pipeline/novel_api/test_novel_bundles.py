@@ -533,11 +533,16 @@ A broken block is dropped:
 
 
 def _sdist(path: Path) -> Path:
+    return write_sdist(path, SDIST)
+
+
+def write_sdist(path: Path, files: dict[str, str]) -> Path:
+    """A .tar.gz holding `files` (paths inside it, with their top folder) as an sdist does."""
     import io
     import tarfile
 
     with tarfile.open(path, "w:gz") as archive:
-        for name, text in SDIST.items():
+        for name, text in files.items():
             data = text.encode()
             info = tarfile.TarInfo(name)
             info.size = len(data)

@@ -5,18 +5,15 @@ through the library's own test client, each from a hand-built sdist, each a vali
 
 from __future__ import annotations
 
-import io
 import json
-import os
 import subprocess
-import sys
-import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 from test_eval_run import run_eval
+from test_novel_bundles import write_sdist
 from test_novel_discover import build_wheel
+from test_novel_e2e import novel_all
 
 from data_pipeline.novel_api.mining import doc_programs
 
@@ -228,16 +225,6 @@ def _repository(path: Path) -> tuple[Path, str]:
     return path, tagged
 
 
-def _sdist(path: Path) -> Path:
-    with tarfile.open(path, "w:gz") as archive:
-        for name, text in SDIST.items():
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    return path
-
-
 def test_a_page_runs_as_a_session_with_only_the_blocks_each_builds_on():
     blocks = [code for _, code in doc_programs(ORM_PAGE)]
     insert = next(b for b in blocks if "insert_many" in b and "remote" not in b)
@@ -260,17 +247,11 @@ def test_a_name_an_earlier_block_only_imports_brings_the_import_alone():
 def built(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("context")
     wheels = {v: build_wheel(root / f"src{v}", f, v, root / "dist") for v, f in (("1.0", V1), ("2.0", V2))}
-    out = root / "novel"
     repository, _ = _repository(root / "repository")
-    done = subprocess.run(
-        [sys.executable, "-m", "data_pipeline.novel_api", "all", "library=novlib", "old=1.0", "new=2.0",
-         f"old_wheel={wheels['1.0']}", f"new_wheel={wheels['2.0']}", f"sdist={_sdist(root / 'novlib-2.0.tar.gz')}",
-         f"examples={repository}", f"out={out}", "corpus.test_fraction=0.5"],
-        cwd=REPO, capture_output=True, text=True, timeout=900,
-        env={**os.environ, "PIP_NO_INDEX": "1", "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out
+    sdist = write_sdist(root / "novlib-2.0.tar.gz", SDIST)
+    return novel_all(
+        wheels, root / "novel", f"sdist={sdist}", f"examples={repository}", "corpus.test_fraction=0.5"
+    )
 
 
 def _jsonl(path: Path) -> list[dict]:

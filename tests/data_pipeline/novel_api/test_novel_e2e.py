@@ -71,12 +71,15 @@ def built(tmp_path_factory) -> Path:
     wheels = {
         v: build_wheel(root / f"src{v}", files, v, root / "dist") for v, files in (("1.0", V1), ("2.0", V2))
     }
-    out = root / "novel"
+    return novel_all(wheels, root / "novel", "corpus.test_fraction=0.34", "corpus.distractors=1")
+
+
+def novel_all(wheels: dict[str, Path], out: Path, *overrides: str) -> Path:
+    """`python -m data_pipeline.novel_api all` on novlib 1.0 -> 2.0 from local wheels, offline."""
     done = subprocess.run(
         [sys.executable, "-m", "data_pipeline.novel_api", "all", "library=novlib", "old=1.0", "new=2.0",
-         f"old_wheel={wheels['1.0']}", f"new_wheel={wheels['2.0']}", f"out={out}", "corpus.test_fraction=0.34",
-         "corpus.distractors=1"],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
+         f"old_wheel={wheels['1.0']}", f"new_wheel={wheels['2.0']}", f"out={out}", *overrides],
+        cwd=REPO, capture_output=True, text=True, timeout=900,
         env={**os.environ, "PIP_NO_INDEX": "1", "PYTHONPATH": str(REPO)},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
