@@ -261,6 +261,7 @@ CATCHING = "try:\n    f(3)\nexcept Exception as exc:\n    print('the tests caugh
 LEAKED_DECODE_ERRORS = {
     "deque_with_negative_maxlen": "answer({'v': ['dq', -1]})",  # ValueError
     "deque_with_huge_maxlen": "answer({'v': ['dq', 2**70]})",  # OverflowError
+    "slice_with_a_text_bound": "answer({'v': ['sl', 'a', None, None]})",  # not an int: not data
     "defaultdict_with_a_list_factory": "answer({'v': ['dd', []]})",  # TypeError: unhashable
     "exception_base_that_is_malformed": "answer({'e': {'cls': ['xc', 99, 'm', 'E', [['dd', {}]]], 'args': ['l']}})",
     "write_back_into_an_int_argument": "answer({'v': 1, 'back': [[0, 5]]})",  # AttributeError: clear
@@ -540,6 +541,10 @@ MALFORMED = {
     "float_not_a_number": ["F", "abc"],
     "float_too_long": ["F", "1" * 100],
     "complex_with_one_part": ["c", "1"],
+    "slice_with_two_bounds": ["sl", 1, 2],
+    "slice_with_a_text_bound": ["sl", "a", None, None],
+    "slice_with_a_float_bound": ["sl", 1.5, None, None],
+    "slice_with_a_list_bound": ["sl", ["l", 1], None, None],
     "bytes_not_base64": ["b", "!!!"],
     "range_with_zero_step": ["r", 1, 2, 0],
     "range_of_floats": ["r", 1.5],
