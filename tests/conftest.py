@@ -21,6 +21,16 @@ for _folder in sorted({p.parent for p in Path(__file__).resolve().parent.rglob("
     if str(_folder) not in sys.path:
         sys.path.append(str(_folder))
 os.environ.setdefault("WANDB_SILENT", "true")
+
+
+def default_sigint() -> None:
+    """Popen's preexec_fn for a child the test interrupts with SIGINT: a suite started as a background
+    job (`pytest &`) runs with SIGINT ignored, and a child that inherits that never sees Ctrl-C."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 os.environ.pop("WANDB_API_KEY", None)  # tests never log online
 
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, app_config
+from conftest import REPO, app_config, default_sigint
 
 pytestmark = pytest.mark.slow
 ENV = {
@@ -126,8 +126,9 @@ def test_ctrl_c_in_an_evaluation_is_one_line_and_keeps_the_samples(tiny_model_di
         "gen.n=3", "gen.max_new_tokens=40", "score.excess_code=false", f"out={out}",
     ]  # fmt: skip
     proc = subprocess.Popen(
-        command, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+        command, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_sigint,
+    )  # fmt: skip
     samples = out / "samples.jsonl"
     deadline = time.monotonic() + 300
     while proc.poll() is None and time.monotonic() < deadline:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import REPO, fresh_clone
+from conftest import REPO, default_sigint, fresh_clone
 
 BOLTONS = "python -m data_pipeline.novel_api all library=boltons old=20.2.1 new=25.0.0 out=data/novel/boltons"
 FIX_TASKS = (
@@ -253,8 +253,9 @@ def test_the_readme_command_runs_word_for_word(command, runs, clone):
 @pytest.mark.parametrize("command", sorted(INTERRUPTED))
 def test_a_long_readme_command_starts_and_stops_on_ctrl_c(command, runs, clone):
     process = subprocess.Popen(
-        ["bash", "-c", f"exec {command}"], cwd=clone[0], env=clone[1], stderr=subprocess.PIPE, text=True
-    )
+        ["bash", "-c", f"exec {command}"], cwd=clone[0], env=clone[1], stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_sigint,
+    )  # fmt: skip
     time.sleep(45)
     assert process.poll() is None, process.stderr.read()[-3000:]  # working, not stopped by an error
     process.send_signal(signal.SIGINT)

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, default_sigint
 
 pytestmark = pytest.mark.slow
 
@@ -59,8 +59,9 @@ def _samples(out: Path) -> int:
 def _interrupt(command: list[str], out: Path, after: int, sig: int) -> None:
     """Start the run and send ``sig`` once ``after`` samples exist (or the run ends first)."""
     proc = subprocess.Popen(
-        command, cwd=REPO, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+        command, cwd=REPO, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        preexec_fn=default_sigint,
+    )  # fmt: skip
     deadline = time.monotonic() + 300
     while proc.poll() is None and _samples(out) < after and time.monotonic() < deadline:
         time.sleep(0.01)

@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from conftest import REPO
+from conftest import REPO, default_sigint
 
 from core.benchmarks import load_benchmark
 from eval.audit.steps import StepStore, identity, in_chunks
@@ -74,7 +74,9 @@ def test_ctrl_c_in_an_audit_keeps_the_finished_problems_and_the_same_command_res
     out = tmp_path / "audit"
     command = [sys.executable, "-m", "eval.audit", "benchmark=fixtures", f"out={out}"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    process = subprocess.Popen(command, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        command, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint
+    )
     mutation = out / "steps" / "mutation.jsonl"
     deadline = time.monotonic() + 300
     while not (mutation.is_file() and len(mutation.read_text().splitlines()) >= 3):
