@@ -19,12 +19,12 @@ every mutant of a program.
 from __future__ import annotations
 
 import ast
+import contextlib
 import io
 import random
 import tokenize
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,7 +183,7 @@ def mutation_sites(tree: ast.Module, nodes: list[ast.AST]) -> list[Site]:
     return sites
 
 
-@contextmanager
+@contextlib.contextmanager
 def applied(nodes: list[ast.AST], site: Site) -> Iterator[tuple[Any, Any]]:
     """Apply `site` to the tree in place for the duration of the block; yields (old, new)."""
     holder = nodes[site.node]
@@ -463,12 +463,11 @@ def _token(text: _Text, start: int, end: int, symbol: str) -> tuple[int, int] | 
     gap = text.data[start:end].decode()
     words = symbol.split()
     tokens = []
-    try:
+    # the gap's parentheses need not balance: tokenize stops there, and the tokens read so far serve
+    with contextlib.suppress(tokenize.TokenError, IndentationError, SyntaxError):
         for token in tokenize.generate_tokens(io.StringIO(gap).readline):
             if token.type in (tokenize.OP, tokenize.NAME):
                 tokens.append(token)
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        pass  # the gap's parentheses need not balance: the tokens read so far serve
     lines = gap.splitlines(keepends=True) or [""]
 
     def offset(row: int, col: int) -> int:  # tokenize's (row, column in characters) as bytes

@@ -209,7 +209,7 @@ from core.errors import UserError
 @dataclass
 class Config:
     def validate(self) -> None:
-        pass  # nothing to check: the preflight below is what fails
+        "Nothing to check: the preflight below is what fails."
 
 def preflight(config: Config) -> None:
     if os.environ["RANK"] == "0":

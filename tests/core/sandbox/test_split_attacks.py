@@ -514,6 +514,38 @@ STR_SUBCLASS = program("""
     def f(x):
         return Str(x)
 """)
+# a slice crosses as data only when its bounds are ints or None; bounds of the program's own types
+# make it a handle, whose equality decides nothing (the class: plain-looking data that carries code)
+SLICE_OF_LYING_INTS = program("""
+    class Int(int):
+        def __eq__(self, other):
+            return True
+        __hash__ = int.__hash__
+    def f(x):
+        return slice(Int(0), Int(0), Int(0))
+""")
+SLICE_WITH_ONE_LYING_STEP = program("""
+    class Int(int):
+        def __eq__(self, other):
+            return True
+        __hash__ = int.__hash__
+    def f(x):
+        return slice(1, 7, Int(0))
+""")
+SLICE_OF_ANYTHING = program("""
+    class Anything:
+        def __eq__(self, other):
+            return True
+        __hash__ = object.__hash__
+    def f(x):
+        return slice(Anything(), Anything(), Anything())
+""")
+HIDDEN_SLICE = program("""
+    def check(candidate):
+        assert candidate(3) == slice(1, 7, 2)
+        assert candidate(4) == slice(1, 7, 2)
+    check(f)
+""")
 LIST_SUBCLASS_LEN = program("""
     class Items(list):
         def __eq__(self, other):
@@ -611,6 +643,9 @@ FORKS_AND_LIES = {
     "int_subclass_eq": (INT_SUBCLASS, HIDDEN, True),
     "str_subclass_eq": (STR_SUBCLASS, HIDDEN, True),
     "list_subclass_eq_and_len": (LIST_SUBCLASS_LEN, HIDDEN_LIST, True),
+    "slice_of_lying_ints": (SLICE_OF_LYING_INTS, HIDDEN_SLICE, True),
+    "slice_with_one_lying_step": (SLICE_WITH_ONE_LYING_STEP, HIDDEN_SLICE, True),
+    "slice_of_anything": (SLICE_OF_ANYTHING, HIDDEN_SLICE, True),
     "bool_and_len_lie": (BOOL_LIES, HIDDEN_PREDICATE, False),
     "systemexit_caught_by_the_tests": (EXIT_ON_REFUSAL, HIDDEN_REFUSAL, True),
     "keyboardinterrupt_caught_by_the_tests": (KEYBOARD_INTERRUPT_ON_REFUSAL, HIDDEN_REFUSAL, True),
@@ -1064,6 +1099,10 @@ CONTROLS = {
     "argument_sorted_in_place": (
         "def sort_in_place(xs):\n    xs.sort()\n",
         "xs = [3, 1, 2]\nsort_in_place(xs)\nassert xs == [1, 2, 3]\n",
+    ),
+    "slice_returned_as_data": (  # the honest side of the slice attacks above
+        "def f(x):\n    return slice(1, 7, 2)\n",
+        HIDDEN_SLICE,
     ),
 }
 NUMPY_CONTROL = (
