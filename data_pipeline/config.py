@@ -9,6 +9,7 @@ so their own checks run at start-up too.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,11 @@ class SourceConfig:
             raise ValueError("source=hub needs source.name (a hub dataset id)")
         if self.kind == "pypi" and not self.packages:
             raise ValueError("source=pypi needs source.packages=[name==version,...]")
+        unpinned = [p for p in self.packages if not re.fullmatch(r"[A-Za-z0-9._-]+==[A-Za-z0-9.+!_-]+", p)]
+        if self.kind == "pypi" and unpinned:
+            raise ValueError(
+                f"source.packages: pin each one as name==version (the build resumes on the version it names): {unpinned}"
+            )
         if self.kind == "benchmark":
             if not self.benchmarks:
                 raise ValueError("source=benchmark needs source.benchmarks=[{name: canitedit, path: FILE}]")

@@ -48,7 +48,6 @@ IN_PROCESS_PATTERNS = (
                 r"|\b(np|numpy|torch|joblib)\.load\s*\("),
      "the tests evaluate text or data the program produced (it would run where the tests run)"),
 )  # fmt: skip
-_FAILED_AT = re.compile(r'File "<tests>", line (\d+)')
 
 
 @dataclass(frozen=True)
@@ -115,8 +114,8 @@ def outcome(result: ExecutionResult) -> tuple[str, str]:
     """(status, the tests' line where the run failed first, or "") of one run."""
     if result.passed:  # passed or passed_unverified: in process the latter is the same pass
         return "passed", ""
-    lines = _FAILED_AT.findall(result.stderr)
-    return result.status, lines[-1] if lines else ""
+    lines = result.failed_test_lines
+    return result.status, str(lines[-1]) if lines else ""
 
 
 def run_modes(sandbox: Sandbox, problems: Sequence[Problem], limits: SandboxLimits) -> dict[str, RunMode]:

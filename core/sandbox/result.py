@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+_TESTS_FRAME = re.compile(r'File "<tests>", line (\d+)')
 
 # Every status an ExecutionResult can carry, with what it means.
 STATUSES: dict[str, str] = {
@@ -67,6 +70,12 @@ class ExecutionResult:
             raise ValueError(f"unknown status {self.status!r}; expected one of {sorted(STATUSES)}")
         if self.passed != (self.status in PASSING):
             raise ValueError(f"passed={self.passed} contradicts status={self.status!r}")
+
+    @property
+    def failed_test_lines(self) -> list[int]:
+        """The lines of the tests' frames in the run's traceback, outermost first (a split or
+        in-process Python run compiles its tests as `<tests>`): where the tests stopped."""
+        return [int(n) for n in _TESTS_FRAME.findall(self.stderr)]
 
     @property
     def verified(self) -> bool:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import ast
 import json
 import logging
-import re
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -48,7 +47,6 @@ from data_pipeline.stages import StageResult, write_rows
 log = logging.getLogger(__name__)
 RECORDS = "units.jsonl"
 CAUGHT = "failed"  # the one status that means the tests caught the bug
-FAILED_AT = re.compile(r'File "<tests>", line (\d+)')  # the tests' frames in a split run's traceback
 DROPS = {
     "passed": "survived",
     "passed_unverified": "survived",
@@ -294,7 +292,7 @@ def _symptom(result: ExecutionResult, tests: str) -> str:
     """What the failing tests showed, as a bug report would: the test's line that failed (in the test
     function, not a helper it called) and how."""
     lines = tests.splitlines()
-    frames = [int(n) for n in FAILED_AT.findall(result.stderr) if 0 < int(n) <= len(lines)]
+    frames = [n for n in result.failed_test_lines if 0 < n <= len(lines)]
     frame = frames[1] if len(frames) > 1 else frames[0] if frames else None  # [the call, the test, ...]
     where = _without_message(" ".join(lines[frame - 1].split())) if frame else ""
     error = result.detail.strip().splitlines()[-1].strip() if result.detail.strip() else ""

@@ -1,18 +1,16 @@
-"""The code trees a fix-task build reads: folders and git clones as they are, sdists unpacked, PyPI
-packages downloaded as sdists (`pip download --no-binary :all:`: the sdist carries the tests a
-wheel leaves out), and benchmark files whose problems are one program each."""
+"""The code trees a fix-task build reads: folders and git clones as they are, sdists unpacked, and PyPI
+packages downloaded as sdists (the sdist carries the tests a wheel leaves out)."""
 
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 import tarfile
 import zipfile
 from pathlib import Path
 
 from core.errors import UserError
 from data_pipeline.config import SourceConfig
+from data_pipeline.novel_api.mining import fetch_sdist
 
 ARCHIVES = (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip")
 
@@ -37,30 +35,15 @@ def code_trees(cfg: SourceConfig, work: Path) -> list[tuple[str, Path]]:
 
 
 def download_sdist(spec: str, folder: Path) -> Path:
-    """The sdist of `spec` (`name==version`), downloaded once into `folder`."""
-    target = folder / spec.replace("/", "_")
-    done = sorted(p for p in target.glob("*") if p.name.endswith(ARCHIVES)) if target.is_dir() else []
-    if done:
-        return done[0]
-    target.mkdir(parents=True, exist_ok=True)
-    command = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--no-binary",
-        ":all:",
-        "-d",
-        str(target),
-        spec,
-    ]
-    proc = subprocess.run(command, capture_output=True, text=True)
-    found = sorted(p for p in target.glob("*") if p.name.endswith(ARCHIVES))
-    if proc.returncode != 0 or not found:
-        last = (proc.stderr.strip().splitlines() or ["no sdist"])[-1]
-        raise UserError(f"source.packages: could not download the sdist of {spec!r} ({last})")
-    return found[0]
+    """The sdist of `spec` (`name==version`), from the index the novel-API miner reads too (its JSON
+    simple API, `UV_INDEX_URL`/`PIP_INDEX_URL` when set), downloaded once into `folder`."""
+    name, _, version = spec.partition("==")
+    found = fetch_sdist(name.strip(), version.strip(), folder / name.strip())
+    if found is None:
+        raise UserError(
+            f"source.packages: could not download the sdist of {spec!r} (the index has none, or cannot be reached)"
+        )
+    return found
 
 
 def unpack(archive: Path, folder: Path) -> Path:

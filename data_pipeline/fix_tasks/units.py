@@ -30,7 +30,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TEST_DIRS = frozenset({"tests", "test", "testing"})
+from data_pipeline.novel_api.mining import is_test_file
+
 SKIP_DIRS = frozenset(
     {".git", ".hg", ".tox", ".nox", ".venv", "venv", "build", "dist", "__pycache__", "docs"}
 )
@@ -112,16 +113,6 @@ def _tracked(root: Path) -> list[Path] | None:
     return sorted(root / name for name in proc.stdout.split("\0") if name and (root / name).is_file())
 
 
-def is_test_file(rel: Path) -> bool:
-    name = rel.name
-    return (
-        name.startswith("test_")
-        or name.endswith("_test.py")
-        or any(p in TEST_DIRS for p in rel.parts[:-1])
-        or name == "conftest.py"
-    )
-
-
 def dotted(rel: Path) -> list[str]:
     """Every name the module may be imported by: `src/pkg/mod.py` -> mod, pkg.mod, src.pkg.mod."""
     parts = list(rel.with_suffix("").parts)
@@ -147,7 +138,7 @@ def discover(root: Path, label: str, max_lines: int) -> Discovery:
         rel = path.relative_to(root)
         if rel.name in SKIP_FILES:  # packaging and task-runner scripts, pytest's conftest
             continue
-        (tests if is_test_file(rel) else modules).append(rel)
+        (tests if is_test_file(rel.as_posix()) else modules).append(rel)  # as the novel-API miner reads them
     own_names = {top_name(rel) for rel in modules + tests}
     parsed_tests = {}
     for rel in tests:

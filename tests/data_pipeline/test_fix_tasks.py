@@ -211,6 +211,7 @@ def test_benchmark_files_are_a_source_and_decontamination_drops_copies(tmp_path)
         (["source=tree", "source.paths=[README.md]"], "neither a folder nor an sdist"),
         (["source=tree", "source.paths=[docs]"], "no unit with tests"),
         (["source=pypi"], "source.packages"),
+        (["source=pypi", "source.packages=[inflection]"], "pin each one as name==version"),
         (["source=tree", "source.paths=[.]", "pipeline.fix.operators=[flip]"], "pipeline.fix.operators"),
     ],
 )
