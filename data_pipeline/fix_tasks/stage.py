@@ -103,13 +103,14 @@ def fix_tasks_stage(cfg: BuildConfig, _: Any, executor: Any, work: Path) -> tupl
             )
     finally:
         sandbox.close()
-    rows, dropped = [], Counter()
+    rows, dropped, left_out = [], Counter(), Counter()
     candidates = 0
     for job in jobs:
         record = done[job.key]
         units[record["unit"]] += 1
         candidates += len(record["rows"]) + sum(record["dropped"].values())
         dropped.update(record["dropped"])
+        left_out.update(record.get("left_out", {}))
         rows += record["rows"]
     ds = write_rows(iter(rows), edit_features(), work / "rows.arrow")
     seconds = time.perf_counter() - started
@@ -117,6 +118,8 @@ def fix_tasks_stage(cfg: BuildConfig, _: Any, executor: Any, work: Path) -> tupl
         "modules": dict(sorted(found.modules.items())),
         "units": dict(sorted(units.items())),
         "units_judged": len(jobs),
+        # sites never run: on lines the tests skip, equal to another bug, or not writable in place
+        "bugs_left_out": dict(sorted(left_out.items())),
         "yield_per_unit": round(len(rows) / len(jobs), 3),
         "rows_per_second": round(len(rows) / seconds, 3) if seconds else None,
     }
@@ -192,7 +195,7 @@ def judge_units(sandbox: Sandbox, jobs: list[Job], cfg: BuildConfig) -> list[dic
         if not body:
             record["unit"] = "not_exercised"
             continue
-        bugs, _ = unit_bugs(
+        bugs, left_out = unit_bugs(
             job.subject.source,
             job.unit.body_first,
             job.unit.last,
@@ -201,6 +204,7 @@ def judge_units(sandbox: Sandbox, jobs: list[Job], cfg: BuildConfig) -> list[dic
             fix.mutants_per_unit,
             f"{fix.seed}:{job.key}",
         )
+        record["left_out"] = dict(left_out)
         if not bugs:
             record["unit"] = "no_bug_candidate"
             continue

@@ -104,6 +104,7 @@ def test_a_build_keeps_only_bugs_the_tests_catch_and_balances(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     assert_balanced(manifest)
     assert manifest["dropped"].get("source:survived", 0) > 0  # candidates the tests let through
+    assert manifest["stages"][0]["extra"]["bugs_left_out"].get("uncovered", 0) > 0  # lines the tests skip
     tasks = assert_every_row_is_caught(out)
     assert len({t["taxonomy"]["topic"] for t in tasks}) >= 6  # the operators and the bug patterns
     for task in tasks:  # a bug report: the test's own line that failed, without its assert message
