@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.machinery
 import importlib.metadata
 import importlib.util
 import inspect
@@ -34,6 +35,8 @@ WARN_DEPRECATION = re.compile(r"\bwarn\s*\((?:[^()]|\([^()]*\))*?\b(?:Pending)?D
 DEPRECATED_DECORATOR = re.compile(r"^\s*@\s*[\w.]*deprecated\b", re.IGNORECASE | re.MULTILINE)
 CLASS_STATEMENT = re.compile(r"^\s*class\s", re.MULTILINE)
 DEPRECATED_NOTE = re.compile(r"^\s*(?:\.\.\s+deprecated::|deprecated\b)", re.IGNORECASE | re.MULTILINE)
+# Functions of a module Cython compiled (falcon's wheels): `inspect.isfunction` says no to them.
+COMPILED_FUNCTIONS = ("cython_function_or_method", "fused_cython_function")
 
 
 def one_line(exc: BaseException) -> str:
@@ -121,7 +124,7 @@ def collect(package: str, modules: dict[str, object]) -> list[Found]:
         for name, obj in sorted(names.items()):
             if inspect.isclass(obj):
                 kind = "class"
-            elif inspect.isfunction(obj) or inspect.isbuiltin(obj):
+            elif is_function(obj) or inspect.isbuiltin(obj):
                 kind = "function"
             else:
                 continue
@@ -154,7 +157,7 @@ def external_paths(package: str, modules: dict[str, object]) -> list[str]:
             # attribute access on to its class: `PostgresDsn.build` was a path too
             origin = safe(lambda o=obj: o.__origin__)  # Annotated[X, ...] -> X (get_origin: Annotated)
             cls = obj if inspect.isclass(obj) else origin if inspect.isclass(origin) else None
-            if cls is None and not (inspect.isfunction(obj) or inspect.isbuiltin(obj)):
+            if cls is None and not (is_function(obj) or inspect.isbuiltin(obj)):
                 continue
             if defined_in(cls or obj, package):
                 continue
@@ -180,8 +183,12 @@ def methods(cls: type, package: str):
         raw = vars(owner)[name]
         if isinstance(raw, (staticmethod, classmethod)):
             raw = raw.__func__
-        if inspect.isfunction(raw) and defined_in(raw, package):
+        if is_function(raw) and defined_in(raw, package):
             yield name, owner, raw
+
+
+def is_function(obj: object) -> bool:
+    return inspect.isfunction(obj) or type(obj).__name__ in COMPILED_FUNCTIONS
 
 
 def safe(call, default=None):
@@ -192,7 +199,39 @@ def safe(call, default=None):
 
 
 def source_text(obj: object) -> str:
-    return safe(lambda: inspect.getsource(obj), "") or ""
+    text = safe(lambda: inspect.getsource(obj), "") or ""
+    if not text and (found := compiled_definition(obj)):
+        text = found[2]
+    return text
+
+
+def compiled_definition(obj: object) -> tuple[str, int, str] | None:
+    """(file, line, source) of an object whose module is compiled (a Cython extension) but ships
+    its `.py` beside the extension file, as falcon's wheels do; `inspect` reads no source there."""
+    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    file = getattr(module, "__file__", None) or ""
+    if not file.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+        return None
+    path = os.path.join(os.path.dirname(file), os.path.basename(file).split(".", 1)[0] + ".py")
+    tree = safe(lambda: ast.parse(read_text(path))) if os.path.isfile(path) else None
+    qualname = getattr(obj, "__qualname__", None)
+    if tree is None or not isinstance(qualname, str):
+        return None
+    node: ast.AST = tree
+    for part in qualname.split("."):
+        node = next(
+            (
+                n
+                for n in getattr(node, "body", [])
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == part
+            ),
+            None,
+        )
+        if node is None:
+            return None
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    lines = read_text(path).splitlines(keepends=True)[first - 1 : node.end_lineno]
+    return path, first, "".join(lines)
 
 
 def is_deprecated(entry: Found, doc: str | None) -> bool:
@@ -208,7 +247,7 @@ def is_deprecated(entry: Found, doc: str | None) -> bool:
         for name in ("__init__", "__new__"):
             raw = vars(obj).get(name)
             raw = getattr(raw, "__func__", raw)
-            if inspect.isfunction(raw):
+            if is_function(raw):
                 text += source_text(raw)
     return bool(DEPRECATED_DECORATOR.search(text) or WARN_DEPRECATION.search(text))
 
@@ -242,6 +281,9 @@ def describe(entry: Found) -> dict:
     obj = entry.obj
     doc = safe(lambda: inspect.getdoc(obj))
     source_file = safe(lambda: inspect.getsourcefile(obj))
+    lineno = safe(lambda: inspect.getsourcelines(obj)[1])
+    if not source_file and (found := compiled_definition(obj)):
+        source_file, lineno = found[0], found[1]
     signature = safe(lambda: str(inspect.signature(obj)))
     qualname = getattr(obj, "__qualname__", getattr(obj, "__name__", "?"))
     return {
@@ -253,7 +295,7 @@ def describe(entry: Found) -> dict:
         "doc": doc,
         "has_source": bool(source_file) and source_file.endswith(".py"),
         "source_file": source_file,
-        "lineno": safe(lambda: inspect.getsourcelines(obj)[1]),
+        "lineno": lineno,
         "deprecated": is_deprecated(entry, doc),
         "inherited_doc": has_inherited_doc(entry, doc),
     }

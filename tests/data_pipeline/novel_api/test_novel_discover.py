@@ -628,3 +628,75 @@ def test_an_empty_discovery_names_the_import_name_it_read():
         "discover", {**counts, "new_apis": 9, "old_apis": 9, "library": "x", "import_name": "x"}
     )
     assert "further apart" in line and "import_name='x'" in line
+
+
+COMPILED = '''"""Parsing, compiled by Cython as falcon's wheels are."""
+import warnings
+
+
+def parse_pair(text):
+    """Split text at its first equals sign into a key and a value."""
+    key, _, value = text.partition("=")
+    return key.strip(), value.strip()
+
+
+def old_parse(text):
+    """Split text the old way."""
+    warnings.warn("use parse_pair", DeprecationWarning)
+    return parse_pair(text)
+
+
+class Reader:
+    """Reads key-value lines."""
+
+    def feed_lines(self, lines):
+        """Parse every line into a dict."""
+        return dict(parse_pair(line) for line in lines)
+'''
+
+
+def test_a_cython_compiled_module_lists_its_functions_and_methods_with_their_source(tmp_path):
+    """falcon 3.1.3's wheel compiles `falcon.inspect` with Cython: its functions are no Python
+    functions to `inspect`, so `inspect_app` looked new in 4.0.2 (pure there), and the compiled
+    classes of 4.0.2 (`HTTPContentTooLarge`) had no readable source. The `.py` shipped beside the
+    extension is the source."""
+    package = tmp_path / "cylib"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "fast.py").write_text(COMPILED)
+    build = subprocess.run(
+        [sys.executable, "-m", "Cython.Build.Cythonize", "-i", "-q", "fast.py"],
+        cwd=package, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert build.returncode == 0, build.stderr[-2000:]
+    assert list(package.glob("fast.*.so")), "Cython built no extension"
+    env = {"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    probe = "import cylib.fast as f; print(f.__file__.endswith('.so'), type(f.parse_pair).__name__)"
+    compiled = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+    )
+    assert compiled.stdout.split() == [
+        "True",
+        "cython_function_or_method",
+    ]  # the compiled module is what imports
+    from data_pipeline.novel_api.discover import INTROSPECT
+
+    listed = subprocess.run(
+        [sys.executable, str(INTROSPECT), "cylib"], env=env, capture_output=True, text=True, check=True
+    )
+    apis = {a["canonical"]: a for a in json.loads(listed.stdout)["apis"]}
+    assert {
+        "cylib.fast.parse_pair",
+        "cylib.fast.old_parse",
+        "cylib.fast.Reader",
+        "cylib.fast.Reader.feed_lines",
+    } <= set(apis)
+    lines = COMPILED.splitlines()
+    for name, kind in (("parse_pair", "function"), ("Reader", "class"), ("Reader.feed_lines", "method")):
+        api = apis[f"cylib.fast.{name}"]
+        assert api["kind"] == kind and api["has_source"], api
+        assert api["source_file"] == str(package / "fast.py")
+        assert lines[api["lineno"] - 1].lstrip().startswith(("def ", "class ")), (name, api["lineno"])
+        assert name.rsplit(".", 1)[-1] in lines[api["lineno"] - 1]
+    assert apis["cylib.fast.old_parse"]["deprecated"] and not apis["cylib.fast.parse_pair"]["deprecated"]
+    assert apis["cylib.fast.Reader.feed_lines"]["paths"] == ["cylib.fast.Reader.feed_lines"]
