@@ -208,7 +208,7 @@ HINTS = {
     (
         "tasks",
         "reference_fails",
-    ): "tasks.json and a rerun with EDITFORGE_DEBUG=1 show why the references fail",
+    ): "tasks.json lists why references failed (reference_failures)",
 }
 
 

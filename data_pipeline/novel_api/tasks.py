@@ -27,7 +27,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.batches import run_all
@@ -115,6 +115,7 @@ def _target_call(tree: ast.Module, short: str) -> tuple[int, ast.Call] | None:
 
 
 EXAMPLES_PER_API = 3  # examples that become tasks, each up to three (L1-L3)
+MAX_FAILURES_LISTED = 20  # failed references the manifest lists
 
 
 def drafts(bundle: dict[str, Any], per_api: int = EXAMPLES_PER_API) -> list[Draft]:
@@ -405,6 +406,15 @@ class TaskBuilder:
 
     sandbox: Sandbox
     dropped: Counter
+    # (task id, the error's last line) of references that failed, for the manifest
+    failures: list[dict[str, str]] = field(default_factory=list)
+
+    def _failed(self, reason: str, task_id: str, result: Any) -> None:
+        self.dropped[reason] += 1
+        text = (result.detail or result.stderr or result.status or "").strip()
+        self.failures.append(
+            {"id": task_id, "reason": reason, "why": text.splitlines()[-1][:300] if text else ""}
+        )
 
     def finish(self, bundle: dict[str, Any], drafts_: list[Draft]) -> list[dict[str, Any]]:
         paths = bundle.get("paths") or [bundle["qualname"]]
@@ -417,7 +427,7 @@ class TaskBuilder:
         for draft, result in zip(drafts_, results, strict=True):
             lines = dict(re.findall(r"^(@@out2?) (.*)$", result.stdout, re.MULTILINE))
             if not result.passed or "@@out" not in lines:
-                self.dropped["reference_fails"] += 1
+                self._failed("reference_fails", draft.id, result)
                 continue
             first, type_name = (ast.literal_eval(x) for x in lines["@@out"].rsplit(" ", 1))
             if ast.literal_eval(lines["@@out2"]) != first:
@@ -461,7 +471,7 @@ class TaskBuilder:
         kept = []
         for task, result in zip(tasks, results[: len(tasks)], strict=True):
             if not result.passed:
-                self.dropped["c1_failed"] += 1
+                self._failed("c1_failed", task["id"], result)
             elif without.get(id(task)):
                 self.dropped["type_not_needed"] += 1
             else:
@@ -498,6 +508,7 @@ def build_tasks(
         "per_level": dict(Counter(t["level"] for t in tasks)),
         "per_generator": dict(Counter(t["generator"] for t in tasks)),  # how many each route gave
         "dropped": dict(dropped),
+        "reference_failures": builder.failures[:MAX_FAILURES_LISTED],
     }
     return tasks, manifest
 

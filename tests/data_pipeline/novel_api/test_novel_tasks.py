@@ -223,6 +223,10 @@ def test_unusable_bundles_are_counted(sandbox):
     assert tasks == []
     assert manifest["dropped"] == {"no_usable_example": 1, "reference_fails": 3}  # per task (L1-L3)
     assert Counter(d.level for d in drafts(BUNDLE)) == Counter({1: 1, 2: 1, 3: 1})
+    # each failed reference says why, in the manifest (tasks.json)
+    failures = manifest["reference_failures"]
+    assert [f["id"].rsplit("/", 1)[-1] for f in failures] == ["L1", "L2", "L3"]
+    assert all(f["reason"] == "reference_fails" and "Error" in f["why"] for f in failures), failures
 
 
 @pytest.mark.parametrize(
