@@ -126,7 +126,7 @@ def discover(
     extras = {r: listed[r][1] for r in ROLES}
     # the new version's candidates must run (bundles execute their examples): only imported modules count
     new_apis = [a for a in found["new"]["apis"] if not a.get("static")]
-    candidates = novel(found["old"]["apis"], new_apis, found["old"].get("external_paths", []))
+    candidates = novel(found["old"]["apis"], new_apis, found["old"].get("other_paths", []))
     promoted = newly_public(found["old"]["apis"], new_apis)
     static = found["old"].get("static_modules", [])
     unread = {m: e for m, e in found["old"]["failed_modules"].items() if m not in static}
@@ -264,11 +264,12 @@ def tail_key(api: dict) -> tuple[str, str]:
     return api["canonical"][len(module) + 1 :], module.rsplit(".", 1)[-1].lstrip("_")
 
 
-def novel(old: list[dict], new: list[dict], old_external: list[str] = ()) -> list[dict]:
+def novel(old: list[dict], new: list[dict], old_other: list[str] = ()) -> list[dict]:
     """The APIs of `new` that `old` knew under none of their names (see the module docstring);
-    `old_external`: paths at which `old` re-exported a dependency's objects and their attributes."""
-    paths = {p for a in old for p in a["paths"]} | set(old_external)
-    names = {a["canonical"] for a in old} | {tail_key(a) for a in old}
+    `old_other`: paths that existed in `old` without being one of its APIs (a dependency's objects
+    it re-exported and their attributes, its compiled classes' method descriptors)."""
+    paths = {p for a in old for p in a["paths"]} | set(old_other)
+    names = {a["canonical"] for a in old} | {tail_key(a) for a in old} | set(old_other)
     return [
         a for a in new if paths.isdisjoint(a["paths"]) and {a["canonical"], tail_key(a)}.isdisjoint(names)
     ]

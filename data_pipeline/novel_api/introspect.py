@@ -168,6 +168,38 @@ def external_paths(package: str, modules: dict[str, object]) -> list[str]:
     return sorted(paths)
 
 
+def unlisted_method_paths(found: list[Found], package: str) -> list[str]:
+    """Paths of the package's classes' methods that `methods` does not list: routines that are no
+    Python or Cython function (a C or Cython class's `method_descriptor`), or whose function a
+    decorator from elsewhere made (`contextlib`'s wrapper around numpy 1.26's
+    `SeedSequence.generate_state`). They exist, so a later version's same method is not new when
+    it became a listed one (numpy 1.26's `Generator.beta` is a method descriptor, 2.1's a Cython
+    function). Public paths of public methods, inherited ones included, and every own method's
+    defining path."""
+
+    def unlisted(raw: object) -> bool:
+        raw = getattr(raw, "__func__", raw)
+        return (
+            raw is not None and inspect.isroutine(raw) and not (is_function(raw) and defined_in(raw, package))
+        )
+
+    paths: set[str] = set()
+    for entry in found:
+        if entry.kind != "class":
+            continue
+        cls = entry.obj
+        defining = f"{getattr(cls, '__module__', '')}.{getattr(cls, '__qualname__', '')}"
+        for name, raw in list(safe(lambda c=cls: vars(c), {}).items()):
+            if unlisted(raw):
+                paths.add(f"{defining}.{name}")
+        for name in safe(lambda c=cls: dir(c), []) or []:
+            if not name.startswith("_") and unlisted(
+                safe(lambda c=cls, n=name: inspect.getattr_static(c, n))
+            ):
+                paths.update(f"{p}.{name}" for p in entry.paths)
+    return sorted(paths)
+
+
 def methods(cls: type, package: str):
     """(name, defining class, function) for each non-dunder method, inherited ones included."""
     try:
@@ -438,7 +470,8 @@ def introspect(package: str, dist: str | None) -> dict:
     modules, failed = import_modules(package)
     dist = distribution_of(package, dist)
     text, classifiers = licence(dist)
-    apis = [describe(e) for e in collect(package, modules)]
+    entries = collect(package, modules)
+    apis = [describe(e) for e in entries]
     read: list[str] = []
     for name, path in unread_files(package, modules, failed).items():
         found = static_apis(name, path)
@@ -455,7 +488,9 @@ def introspect(package: str, dist: str | None) -> dict:
         "license_classifiers": classifiers,
         "modules": sorted(modules),
         "submodules": submodule_exports(package, modules),
-        "external_paths": external_paths(package, modules),
+        # paths that exist without being an API of this listing: a dependency's objects the package
+        # re-exports, its compiled classes' other methods
+        "other_paths": sorted({*external_paths(package, modules), *unlisted_method_paths(entries, package)}),
         "failed_modules": dict(sorted(failed.items())),
         "static_modules": sorted(read),
         "apis": apis,

@@ -478,8 +478,10 @@ def test_a_real_library_from_the_registry(tmp_path):
 def test_numpy_discovery_finds_the_same_new_apis_as_before_dated_envs(tmp_path):
     """numpy 1.26.0 -> 2.1.0 worked before dated environments and static reading: the same kept
     APIs come out now (data/numpy_kept_before.json, measured before: 58 of 377 candidates), but
-    one: `numpy.f2py.rules.errmess`, an f2py helper whose only public path was `rules` importing
-    it (a plain module's imports are no exports), so it is no candidate now. Private
+    two: `numpy.f2py.rules.errmess`, an f2py helper whose only public path was `rules` importing
+    it (a plain module's imports are no exports), so it is no candidate now; and
+    `numpy.random.SeedSequence.generate_state`, which 1.26 had too (a Cython method under
+    `contextlib`'s decorator, listed now among the paths that exist without being APIs). Private
     `_user_array_impl` names became candidates (filtered) once 1.26's incidental import paths no
     longer hid them."""
     why = _registry_reachable()
@@ -489,7 +491,7 @@ def test_numpy_discovery_finds_the_same_new_apis_as_before_dated_envs(tmp_path):
     manifest = discover("numpy", before["old"], before["new"], tmp_path)
     rows = [json.loads(line) for line in (tmp_path / "apis.jsonl").read_text().splitlines()]
     assert sorted(r["qualname"] for r in rows if r["kept"]) == sorted(
-        set(before["kept"]) - {"numpy.f2py.rules.errmess"}
+        set(before["kept"]) - {"numpy.f2py.rules.errmess", "numpy.random.SeedSequence.generate_state"}
     )
     user_array = [r for r in rows if r["canonical"].startswith("numpy.lib._user_array_impl.")]
     assert user_array and {r["filter"] for r in user_array} == {"private"}
@@ -655,21 +657,33 @@ class Reader:
 '''
 
 
-def test_a_cython_compiled_module_lists_its_functions_and_methods_with_their_source(tmp_path):
-    """falcon 3.1.3's wheel compiles `falcon.inspect` with Cython: its functions are no Python
-    functions to `inspect`, so `inspect_app` looked new in 4.0.2 (pure there), and the compiled
-    classes of 4.0.2 (`HTTPContentTooLarge`) had no readable source. The `.py` shipped beside the
-    extension is the source."""
-    package = tmp_path / "cylib"
-    package.mkdir()
+def _compiled(root: Path, source: str) -> dict:
+    """The introspection of package `cylib` whose module `fast` Cython compiled from `source`."""
+    package = root / "cylib"
+    package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
-    (package / "fast.py").write_text(COMPILED)
+    (package / "fast.py").write_text(source)
     build = subprocess.run(
         [sys.executable, "-m", "Cython.Build.Cythonize", "-i", "-q", "fast.py"],
         cwd=package, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert build.returncode == 0, build.stderr[-2000:]
     assert list(package.glob("fast.*.so")), "Cython built no extension"
+    from data_pipeline.novel_api.discover import INTROSPECT
+
+    env = {"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}
+    listed = subprocess.run(
+        [sys.executable, str(INTROSPECT), "cylib"], env=env, capture_output=True, text=True, check=True
+    )
+    return json.loads(listed.stdout)
+
+
+def test_a_cython_compiled_module_lists_its_functions_and_methods_with_their_source(tmp_path):
+    """falcon 3.1.3's wheel compiles `falcon.inspect` with Cython: its functions are no Python
+    functions to `inspect`, so `inspect_app` looked new in 4.0.2 (pure there), and the compiled
+    classes of 4.0.2 (`HTTPContentTooLarge`) had no readable source. The `.py` shipped beside the
+    extension is the source."""
+    found = _compiled(tmp_path, COMPILED)
     env = {"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"}
     probe = "import cylib.fast as f; print(f.__file__.endswith('.so'), type(f.parse_pair).__name__)"
     compiled = subprocess.run(
@@ -679,12 +693,8 @@ def test_a_cython_compiled_module_lists_its_functions_and_methods_with_their_sou
         "True",
         "cython_function_or_method",
     ]  # the compiled module is what imports
-    from data_pipeline.novel_api.discover import INTROSPECT
-
-    listed = subprocess.run(
-        [sys.executable, str(INTROSPECT), "cylib"], env=env, capture_output=True, text=True, check=True
-    )
-    apis = {a["canonical"]: a for a in json.loads(listed.stdout)["apis"]}
+    apis = {a["canonical"]: a for a in found["apis"]}
+    package = tmp_path / "cylib"
     assert {
         "cylib.fast.parse_pair",
         "cylib.fast.old_parse",
@@ -700,3 +710,23 @@ def test_a_cython_compiled_module_lists_its_functions_and_methods_with_their_sou
         assert name.rsplit(".", 1)[-1] in lines[api["lineno"] - 1]
     assert apis["cylib.fast.old_parse"]["deprecated"] and not apis["cylib.fast.parse_pair"]["deprecated"]
     assert apis["cylib.fast.Reader.feed_lines"]["paths"] == ["cylib.fast.Reader.feed_lines"]
+
+
+def test_a_method_compiled_without_binding_then_with_it_is_not_new(tmp_path):
+    """numpy 1.26's `Generator.beta` is a `method_descriptor` (a Cython extension type's method
+    without `binding`), 2.1's a Cython function: the old listing's other paths hold it, so it is
+    no candidate."""
+    from data_pipeline.novel_api.discover import novel
+
+    as_extension_type = COMPILED.replace("import warnings", "import warnings\n\nimport cython").replace(
+        "class Reader:", "@cython.cclass\nclass Reader:"
+    )
+    old = _compiled(tmp_path / "old", "# cython: binding=False\n" + as_extension_type)
+    new = _compiled(tmp_path / "new", COMPILED)
+    assert "cylib.fast.Reader.feed_lines" not in {a["canonical"] for a in old["apis"]}  # a method descriptor
+    assert "cylib.fast.Reader.feed_lines" in old["other_paths"]
+    assert "cylib.fast.Reader.feed_lines" in {a["canonical"] for a in new["apis"]}
+    candidates = {a["canonical"] for a in novel(old["apis"], new["apis"], old["other_paths"])}
+    assert "cylib.fast.Reader.feed_lines" not in candidates
+    # without the other paths, the method would look new
+    assert "cylib.fast.Reader.feed_lines" in {a["canonical"] for a in novel(old["apis"], new["apis"])}
