@@ -184,6 +184,8 @@ def novelapi_main(
 
     namespace = register()
     namespace["__name__"] = "__main__"
+    # a script has a `__file__` (test helpers build paths from it); the sandbox's work folder
+    namespace.setdefault("__file__", "candidate.py")
     try:
         _exec(_compile(candidate, "<candidate>", "exec", dont_inherit=True), namespace)
     except BaseException as exc:

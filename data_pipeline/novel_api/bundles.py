@@ -433,8 +433,10 @@ def _verified_examples(draft: _Draft, passed: list[bool]) -> list[dict[str, str]
     for snippet, ok in zip(draft.examples.snippets, passed[:snippets], strict=True):
         if ok:
             examples.append({"code": snippet, "output": "", "source": "docstring"})
+    origins: set[str] = set()
     for example, ok in zip(draft.mined, passed[snippets:], strict=True):
-        if ok:
+        if ok and example.origin not in origins:  # a test's variants: the first that runs
+            origins.add(example.origin)
             examples.append(
                 {"code": example.code, "output": "", "source": example.source, "origin": example.origin}
             )

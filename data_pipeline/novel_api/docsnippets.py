@@ -61,33 +61,45 @@ def find_examples(doc: str | None) -> DocExamples:
 
 
 # ------------------------------------------------------------------------ names an example uses
+# What every module has without defining it (a script's `__file__`).
+MODULE_NAMES = {"__file__", "__name__", "__doc__", "__spec__", "__loader__", "__package__", "__cached__"}
+
+
 def defined_names(statement: ast.stmt) -> set[str]:
-    """The names a statement itself defines: a function's or class's name, assignment targets."""
+    """The names a statement itself defines: a function's or class's name, assignment targets;
+    for an `if` or `try` at top level, what its branches define or import (falcon's conftest sets
+    `has_cython` in a `try` whose `except ImportError` sets it otherwise)."""
     if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return {statement.name}
     if isinstance(statement, (ast.Assign, ast.AnnAssign)):
         targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
         return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    if isinstance(statement, (ast.If, ast.Try)):
+        inner = [*statement.body, *statement.orelse]
+        if isinstance(statement, ast.Try):
+            inner += [*statement.finalbody, *(s for h in statement.handlers for s in h.body)]
+        names = {
+            a.asname or a.name.split(".")[0]
+            for s in inner
+            if isinstance(s, (ast.Import, ast.ImportFrom))
+            for a in s.names
+        }
+        return names.union(*(defined_names(s) for s in inner))
     return set()
 
 
 def bound_names(statements: list[ast.stmt]) -> set[str]:
-    """Names the statements bind: every assignment inside them, imports, definitions."""
-    bound = {
-        t.id
-        for s in statements
-        for t in ast.walk(s)
-        if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
-    }
-    bound |= {
-        a.asname or a.name.split(".")[0]
-        for s in statements
-        if isinstance(s, (ast.Import, ast.ImportFrom))
-        for a in s.names
-    }
-    return bound | {
-        s.name for s in statements if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-    }
+    """Names the statements bind, at any depth: assignments, imports, definitions (a helper's
+    inner `def wrapper`), `except ... as` names."""
+    bound: set[str] = set()
+    for node in (n for s in statements for n in ast.walk(s)):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update(a.asname or a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)):
+            bound.add(node.name or "")
+    return bound
 
 
 def free_names(nodes: list[ast.AST], bound: set[str]) -> list[str]:
@@ -105,7 +117,7 @@ def free_names(nodes: list[ast.AST], bound: set[str]) -> list[str]:
     for node in nodes:
         for sub in ast.walk(node):
             free = isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in bound
-            if free and not hasattr(builtins, sub.id) and sub.id not in names:
+            if free and not hasattr(builtins, sub.id) and sub.id not in MODULE_NAMES and sub.id not in names:
                 names.append(sub.id)
     return names
 
@@ -348,7 +360,9 @@ for index, unit in enumerate(units):
                     finally:
                         numpy.set_printoptions(**before)
         else:
-            scope = {"__name__": "__main__", "__builtins__": __builtins__}
+            # as a script in the work folder would see itself (a test helper's `Path(__file__)`)
+            scope = {"__name__": "__main__", "__builtins__": __builtins__,
+                     "__file__": os.path.join(os.getcwd(), "example.py")}
             m = unit["module"]
             root = m.split(".")[0]
             # the library's top-level names first (docs write `Flask`, not `flask.app.Flask`); a top

@@ -8,7 +8,8 @@ through the index's JSON simple API, downloaded once into the build folder):
   whose body uses the API becomes a standalone program, its parameters bound: those
   `pytest.mark.parametrize` gives to the first case, the others to fixtures of the file or of the
   conftest.py files above it (each inlined as a function and called, a yield fixture up to its
-  yield; one with `params=`, or pytest's own such as `tmp_path`, drops the test); a `Test*`
+  yield, one with `params=` with its first param as `request.param`; pytest's own, such as
+  `tmp_path`, drop the test); a `Test*`
   method's `self` unused. The program: the imports it reads (not pytest's), the module-level
   helpers and constants it uses, the fixtures, then the body itself at top level, a
   `pytest.raises` block turned into try/except;
@@ -44,6 +45,7 @@ import urllib.parse
 import urllib.request
 import zipfile
 from dataclasses import dataclass
+from itertools import islice, product
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -54,6 +56,7 @@ from data_pipeline.novel_api.envs import file_version, index_files, same_version
 log = logging.getLogger(__name__)
 MAX_FILE_BYTES = 400_000  # a generated or vendored file this large is not documentation
 PER_API = 3  # examples kept per API and source, the shortest first
+MAX_PARAMS = 4  # variants of one test from `params=` fixtures: the first four combinations
 SKIPPED_IMPORTS = {"pytest", "unittest", "hypothesis", "conftest", "mock", "doctest"}
 DOC_SUFFIXES = (".rst", ".md", ".txt")
 EXAMPLE_DIRS = {"examples", "example", "docs_src"}
@@ -318,7 +321,12 @@ def _first_case(decorator: ast.expr) -> dict[str, ast.expr] | None:
 
 class _RaisesToTry(ast.NodeTransformer):
     """`with pytest.raises(E): body` -> `try: body / except E: pass / else: raise AssertionError`,
-    so a test that checks an error needs no pytest (one that reads the caught error still does)."""
+    so a test that checks an error needs no pytest. `with pytest.raises(E) as info:` binds `info`
+    to a namespace with pytest's `value` and `type` (falcon reads `info.value.args[0]`); then
+    `uses_types` says the program needs `import types`."""
+
+    def __init__(self) -> None:
+        self.uses_types = False
 
     def visit_With(self, node: ast.With) -> ast.AST:
         self.generic_visit(node)
@@ -331,13 +339,23 @@ class _RaisesToTry(ast.NodeTransformer):
             and isinstance(call.func.value, ast.Name)
             and call.func.value.id == "pytest"
             and call.args
-            and item.optional_vars is None
+            and (item.optional_vars is None or isinstance(item.optional_vars, ast.Name))
         ):
             return node
         failed = ast.Raise(
             exc=ast.Call(ast.Name("AssertionError", ast.Load()), [ast.Constant("did not raise")], [])
         )
-        handler = ast.ExceptHandler(type=call.args[0], name=None, body=[ast.Pass()])
+        caught: list[ast.stmt] = [ast.Pass()]
+        if item.optional_vars is not None:
+            self.uses_types = True
+            caught = [
+                ast.parse(
+                    f"{item.optional_vars.id} = types.SimpleNamespace(value=_raised, type=type(_raised))"
+                ).body[0]
+            ]
+        handler = ast.ExceptHandler(
+            type=call.args[0], name="_raised" if item.optional_vars is not None else None, body=caught
+        )
         return ast.copy_location(
             ast.Try(body=node.body, handlers=[handler], orelse=[failed], finalbody=[]), node
         )
@@ -346,11 +364,12 @@ class _RaisesToTry(ast.NodeTransformer):
 @dataclass
 class _TestFile:
     """What a test file or conftest.py offers a program: its imports (pytest's aside), module-level
-    helpers and constants, and fixtures (None for one that cannot be inlined: `params=`)."""
+    helpers and constants, and fixtures: each a list of variants (one per param of a `params=`
+    fixture), None for one that cannot be inlined."""
 
     imports: list[ast.stmt]
     helpers: list[ast.stmt]
-    fixtures: dict[str, ast.FunctionDef | None]
+    fixtures: dict[str, list[ast.FunctionDef] | None]
 
 
 def _test_file(tree: ast.Module) -> _TestFile:
@@ -364,12 +383,12 @@ def _test_file(tree: ast.Module) -> _TestFile:
             for a in s.names
         )
     ]
-    fixtures: dict[str, ast.FunctionDef | None] = {}
+    fixtures: dict[str, list[ast.FunctionDef] | None] = {}
     helpers = []
     for s in tree.body:
         kind = _fixture_kind(s)
         if kind is not None:
-            fixtures[_fixture_name(s)] = s if kind == "plain" else None
+            fixtures[_fixture_name(s)] = [s] if kind == "plain" else _param_variants(s)
         elif defined_names(s) and not (
             isinstance(s, (ast.FunctionDef, ast.ClassDef)) and s.name.lower().startswith(("test", "pytest_"))
         ):
@@ -389,6 +408,47 @@ def _fixture_kind(node: ast.stmt) -> str | None:
     return None
 
 
+def _param_variants(fixture: ast.FunctionDef) -> list[ast.FunctionDef] | None:
+    """A `params=` fixture as plain ones, one per param (at most `MAX_PARAMS`), `request.param`
+    replaced by it: falcon's `asgi` fixture (`params=[True, False]`) gives an ASGI and a WSGI app,
+    and the bundles keep the first program that runs. None when the fixture reads `request` for more
+    than `request.param` or its params are no literal list."""
+    params = next(
+        (
+            k.value
+            for d in fixture.decorator_list
+            if isinstance(d, ast.Call)
+            for k in d.keywords
+            if k.arg == "params"
+        ),
+        None,
+    )
+    if not isinstance(params, (ast.List, ast.Tuple)) or not params.elts:
+        return None
+    variants = []
+    for value in params.elts[:MAX_PARAMS]:
+        if isinstance(value, ast.Call) and ast.unparse(value.func) == "pytest.param":
+            if not value.args:
+                return None
+            value = value.args[0]
+        plain = _ReplaceParam(value).visit(copy.deepcopy(fixture))
+        if "request" in _names(ast.Module(body=plain.body, type_ignores=[])):
+            return None
+        plain.args.args = [a for a in plain.args.args if a.arg != "request"]
+        variants.append(plain)
+    return variants
+
+
+class _ReplaceParam(ast.NodeTransformer):
+    def __init__(self, value: ast.expr) -> None:
+        self.value = value
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if isinstance(node.value, ast.Name) and node.value.id == "request" and node.attr == "param":
+            return copy.deepcopy(self.value)
+        return self.generic_visit(node)
+
+
 def _fixture_name(node: ast.FunctionDef) -> str:
     for decorator in node.decorator_list:
         for k in decorator.keywords if isinstance(decorator, ast.Call) else []:
@@ -397,26 +457,28 @@ def _fixture_name(node: ast.FunctionDef) -> str:
     return node.name
 
 
-def _fixture_setup(wanted: list[str], files: list[_TestFile]) -> list[tuple[ast.FunctionDef, str]] | None:
-    """The fixtures `wanted` needs, dependencies first: (definition, name), looked up in the test
+def _fixture_setup(
+    wanted: list[str], files: list[_TestFile]
+) -> list[tuple[list[ast.FunctionDef], str]] | None:
+    """The fixtures `wanted` needs, dependencies first: (its variants, name), looked up in the test
     file, then the conftest.py files from the nearest up; None when one is missing (pytest's own,
     `tmp_path`, `request`) or cannot be inlined."""
-    order: list[tuple[ast.FunctionDef, str]] = []
+    order: list[tuple[list[ast.FunctionDef], str]] = []
     done: set[str] = set()
 
     def visit(name: str, path: tuple[str, ...]) -> bool:
         if name in done:
             return True
         where = next((f for f in files if name in f.fixtures), None)
-        fixture = where.fixtures[name] if where else None
-        if fixture is None or name in path or len(path) > 5:
+        variants = where.fixtures[name] if where else None
+        if variants is None or name in path or len(path) > 5:
             return False
-        args = fixture.args
+        args = variants[0].args
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
             return False
         if not all(visit(a.arg, (*path, name)) for a in args.args):
             return False
-        order.append((fixture, name))
+        order.append((variants, name))
         done.add(name)
         return True
 
@@ -453,34 +515,51 @@ def test_programs(path: str, text: str, conftests: list[str] = ()) -> list[tuple
         setup = _fixture_setup(wanted, files)
         if setup is None:
             continue
-        fixtures = [s for fixture, name in setup for s in _fixture_statements(fixture, name)]
-        body = [_RaisesToTry().visit(statement) for statement in body]
-        needed = _names(ast.Module(body=[*fixtures, *body], type_ignores=[]))
-        if needed & SKIPPED_IMPORTS:
-            continue
-        helpers = [h for f in files for h in f.helpers]
-        chosen: list[ast.stmt] = []
-        for _ in range(3):  # helpers that helpers use, a few levels deep
-            chosen = [h for h in helpers if defined_names(h) & needed]
-            needed |= {n for h in chosen for n in _names(h)}
-        if any(n in SKIPPED_IMPORTS for h in chosen for n in _names(h)):
-            continue
-        imports: dict[str, ast.stmt] = {}
-        for f in files:
-            for i in f.imports:
-                used = _used_import(i, needed)
-                if used is not None:
-                    imports.setdefault(ast.unparse(used), used)
-        helper_text: dict[str, ast.stmt] = {}
-        for h in chosen:  # a conftest helper of the same text as the test file's is written once
-            helper_text.setdefault(ast.unparse(h), h)
-        statements = [*imports.values(), *helper_text.values(), *fixtures, *body]
-        try:
-            program = ast.unparse(ast.Module(body=statements, type_ignores=[]))
-        except (ValueError, RecursionError):
-            continue
-        programs.append((func.lineno, program + "\n"))
+        raises = _RaisesToTry()
+        body = [raises.visit(statement) for statement in body]
+        for chosen_fixtures in islice(product(*(variants for variants, _ in setup)), MAX_PARAMS):
+            fixtures = [
+                s
+                for fixture, (_, name) in zip(chosen_fixtures, setup, strict=True)
+                for s in _fixture_statements(fixture, name)
+            ]
+            program = _test_program(files, fixtures, body, raises.uses_types)
+            if program is not None:
+                programs.append((func.lineno, program))
     return programs
+
+
+def _test_program(
+    files: list[_TestFile], fixtures: list[ast.stmt], body: list[ast.stmt], uses_types: bool
+) -> str | None:
+    """The program: the imports and helpers the fixtures and body read, then both; None when it
+    would need pytest or another skipped import."""
+    needed = _names(ast.Module(body=[*fixtures, *body], type_ignores=[]))
+    if needed & SKIPPED_IMPORTS:
+        return None
+    helpers = [h for f in files for h in f.helpers]
+    chosen: list[ast.stmt] = []
+    for _ in range(3):  # helpers that helpers use, a few levels deep
+        chosen = [h for h in helpers if defined_names(h) & needed]
+        needed |= {n for h in chosen for n in _names(h)}
+    if any(n in SKIPPED_IMPORTS for h in chosen for n in _names(h)):
+        return None
+    imports: dict[str, ast.stmt] = {}
+    for f in files:
+        for i in f.imports:
+            used = _used_import(i, needed)
+            if used is not None:
+                imports.setdefault(ast.unparse(used), used)
+    if uses_types:
+        imports.setdefault("import types", ast.Import(names=[ast.alias("types")]))
+    helper_text: dict[str, ast.stmt] = {}
+    for h in chosen:  # a conftest helper of the same text as the test file's is written once
+        helper_text.setdefault(ast.unparse(h), h)
+    statements = [*imports.values(), *helper_text.values(), *fixtures, *body]
+    try:
+        return ast.unparse(ast.Module(body=statements, type_ignores=[])) + "\n"
+    except (ValueError, RecursionError):
+        return None
 
 
 def _used_import(statement: ast.Import | ast.ImportFrom, needed: set[str]) -> ast.stmt | None:
@@ -599,10 +678,12 @@ def mine(files: dict[str, str], apis: list[dict]) -> dict[str, list[Mined]]:
         pattern = call_pattern(api["qualname"], api.get("kind", "function"))
         root = str(api.get("module") or api["qualname"]).split(".")[0]
         specific = len(api["qualname"].rsplit(".", 1)[-1]) >= 8  # a doc block may lean on earlier imports
-        # a method's name alone matches any object's: its class must be named too
+        # a method's name alone matches any object's: its class must be named too, unless the
+        # name is distinctive (`req.get_header_as_int(...)` on a request the test client made)
+        name = api["qualname"].rsplit(".", 1)[-1]
         owner = (
             api["qualname"].rsplit(".", 2)[-2]
-            if api.get("kind") == "method" and api["qualname"].count(".") >= 2
+            if api.get("kind") == "method" and api["qualname"].count(".") >= 2 and not _distinctive(name)
             else ""
         )
         for source in ("tests", "docs", "examples"):
@@ -617,8 +698,15 @@ def mine(files: dict[str, str], apis: list[dict]) -> dict[str, list[Mined]]:
                 },
                 key=lambda m: (len(m.code), m.origin),
             )
-            found.setdefault(api["qualname"], []).extend(matching[:PER_API])
+            # one test's variants (its `params=` fixtures') share an origin and count once
+            origins = list(dict.fromkeys(m.origin for m in matching))[:PER_API]
+            found.setdefault(api["qualname"], []).extend(m for m in matching if m.origin in origins)
     return {q: ms for q, ms in found.items() if ms}
+
+
+def _distinctive(name: str) -> bool:
+    """A method name no other class is likely to share: three words or more, 12 characters or more."""
+    return len(name) >= 12 and name.strip("_").count("_") >= 2
 
 
 def _without_imports(code: str) -> str:

@@ -93,6 +93,25 @@ WEB_V2 = (
     def post_json(self, path, data):
         """Send a POST request whose body is the given data and return the handler's reply."""
         return self.app.routes[path]({"method": "POST", "body": dict(data)})
+
+
+class Request:
+    """A request as a handler sees it."""
+
+    def __init__(self, headers):
+        self.headers = dict(headers)
+
+    def get_header_as_int(self, name, required=False):
+        """Return the named header's value as an int: None when it is absent and not required."""
+        value = self.headers.get(name)
+        if value is None:
+            if required:
+                raise KeyError(name)
+            return None
+        try:
+            return int(value)
+        except ValueError:
+            raise ValueError(f"header {name} is no integer") from None
 '''
 )
 AIO_V2 = '''"""Coroutines that fetch values concurrently."""
@@ -186,7 +205,64 @@ def test_post_json_reaches_the_handler():
     reply = client.post_json("/echo", {"a": 1})
     assert reply == {"method": "POST", "got": {"a": 1}}
 """
+# falcon's way: a conftest whose `params=` fixture gives an async then a sync variant (the async
+# one fails outside pytest's own set-up), a helper class set up from `__file__` and a `try`, and a
+# test that reads the error `pytest.raises` caught, calling a method on an object it never names.
+CONFTEST = """import pathlib
+
+import pytest
+
+try:
+    import novlib_speedups  # noqa: F401
+
+    HAS_SPEEDUPS = True
+except ImportError:
+    HAS_SPEEDUPS = False
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+class _Utils:
+    speedups = HAS_SPEEDUPS
+    data = HERE / "data"
+
+    @staticmethod
+    def make_request(kind, headers):
+        from novlib.web import Request
+
+        if kind == "async":
+            raise TypeError("an async request needs a coroutine responder")
+        return Request(headers)
+
+
+@pytest.fixture(params=["async", "sync"], ids=["asgi", "wsgi"])
+def kind(request):
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def util():
+    return _Utils()
+"""
+HEADER_TESTS = """import pytest
+
+
+@pytest.fixture
+def request_with_headers(kind, util):
+    return util.make_request(kind, {"X-Int": "42", "X-Str": "forty-two"})
+
+
+def test_get_header_as_int(request_with_headers):
+    req = request_with_headers
+    value = req.get_header_as_int("X-Int")
+    assert value == 42
+    with pytest.raises(ValueError) as info:
+        req.get_header_as_int("X-Str")
+    assert "no integer" in str(info.value)
+"""
 SDIST = {
+    "novlib-2.0/tests/conftest.py": CONFTEST,
+    "novlib-2.0/tests/test_headers.py": HEADER_TESTS,
     "novlib-2.0/docs/orm.rst": ORM_PAGE,
     "novlib-2.0/docs/async.rst": ASYNC_PAGE,
     "novlib-2.0/tests/test_web.py": APP_TESTS,
@@ -282,6 +358,24 @@ def test_each_kind_of_context_becomes_a_validated_task(built):
     assert count and "class Item(Model)" in count[0]["context"]
     fetched = [b for b in _jsonl(built / "bundles.jsonl") if b["qualname"].endswith("fetch_all")][0]
     assert {e["source"] for e in fetched["E"]} == {"docs", "tests"}  # the async test's body awaits
+
+
+def test_a_test_through_a_params_fixture_and_a_caught_error_becomes_a_validated_task(built):
+    """The `params=` fixture's first variant fails, its second runs: one example (not two), with
+    the conftest's helpers (a `try`, `__file__`) and the caught error as a namespace."""
+    (bundle,) = [b for b in _jsonl(built / "bundles.jsonl") if b["qualname"].endswith("get_header_as_int")]
+    (example,) = bundle["E"]
+    assert example["source"] == "tests" and example["origin"].startswith("tests/test_headers.py:")
+    code = example["code"]
+    assert "return 'sync'" in code and "return 'async'" not in code
+    assert "HAS_SPEEDUPS = False" in code and "pathlib.Path(__file__)" in code
+    assert "info = types.SimpleNamespace(value=_raised" in code and "import types" in code
+    tasks = [t for t in _jsonl(built / "tasks.jsonl") if t["qualname"].endswith("get_header_as_int")]
+    assert tasks and all(t["c1"] for t in tasks)
+    first = next(t for t in tasks if t["level"] == 1)
+    # the task's setup is the test's: the conftest helpers and the fixtures' chosen variant
+    assert "get_header_as_int" not in first["context"] and "return 'sync'" in first["context"]
+    assert "req.get_header_as_int('X-Int')" in first["reference"]
 
 
 def test_the_repository_is_read_at_the_release_tag_from_a_folder_or_a_git_url(tmp_path):

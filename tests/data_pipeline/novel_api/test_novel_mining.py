@@ -1,0 +1,108 @@
+"""Test programs mined from a library's suite the way its authors wrote it: `params=` fixtures,
+`pytest.raises(...) as info`, conftest helpers set up in a `try` or from `__file__`, and a method
+called on an object the test never names (falcon's `req.get_header_as_int`)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+
+from data_pipeline.novel_api import mining
+from data_pipeline.novel_api.docsnippets import bound_names, defined_names, free_names
+from data_pipeline.novel_api.mining import PER_API, mine
+
+CONFTEST = """import pytest
+
+try:
+    import no_such_speedups  # noqa: F401
+    FAST = True
+except ImportError:
+    FAST = False
+
+
+@pytest.fixture(params=["remote", pytest.param("local", id="local")])
+def where(request):
+    return request.param
+
+
+@pytest.fixture
+def reader(where):
+    return {"where": where, "fast": FAST}
+"""
+TESTS = """import pytest
+
+
+def test_reader_sees_its_variant(reader):
+    assert reader["where"] in ("remote", "local")
+
+
+def test_caught_error_is_read(reader):
+    with pytest.raises(KeyError) as info:
+        reader["missing"]
+    assert info.value.args == ("missing",)
+    assert info.type is KeyError
+"""
+
+
+def _run(program: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=False)
+
+
+def test_a_params_fixture_gives_one_program_per_param_at_the_tests_line():
+    programs = mining.test_programs("tests/test_reader.py", TESTS, [CONFTEST])
+    first = [p for line, p in programs if line == 4]
+    assert len(first) == 2, programs
+    assert "return 'remote'" in first[0] and "return 'local'" in first[1]  # pytest.param's value
+    assert all("request" not in p and "FAST = False" in p for p in first)  # the `try` helper comes along
+    assert all(_run(p).returncode == 0 for p in first)
+
+
+def test_a_fixture_reading_more_of_request_than_its_param_drops_the_test():
+    conftest = CONFTEST.replace("return request.param", "return request.node.name")
+    assert mining.test_programs("tests/test_reader.py", TESTS, [conftest]) == []
+
+
+def test_pytest_raises_as_info_binds_value_and_type_and_still_fails_when_nothing_raises():
+    programs = [p for line, p in mining.test_programs("tests/test_reader.py", TESTS, [CONFTEST]) if line == 8]
+    assert programs and "import types" in programs[0] and "pytest" not in programs[0]
+    assert _run(programs[0]).returncode == 0
+    silent = programs[0].replace("reader['missing']", "reader['where']")
+    failed = _run(silent)
+    assert failed.returncode != 0 and "did not raise" in failed.stderr
+
+
+def test_a_tests_variants_share_one_of_the_apis_example_slots():
+    conftest = CONFTEST.replace('"remote", pytest.param("local", id="local")', '"a", "b", "c"')
+    files = {"tests/conftest.py": conftest}
+    for n in range(PER_API + 1):
+        files[f"tests/test_{n}.py"] = f"import novlib\n\n\ndef test_{n}(reader):\n    novlib.shout(reader)\n"
+    found = mine(files, [{"qualname": "novlib.shout", "kind": "function", "module": "novlib"}])[
+        "novlib.shout"
+    ]
+    assert len({m.origin for m in found}) == PER_API and len(found) == 3 * PER_API
+
+
+def test_a_distinctive_method_name_is_found_without_its_class_but_a_short_one_is_not():
+    text = (
+        "import novlib\n\n\ndef test_headers():\n    req = novlib.make()\n"
+        "    assert req.get_header_as_int('X') == 1\n    assert req.copy() is not req\n"
+    )
+    apis = [
+        {"qualname": "novlib.Request.get_header_as_int", "kind": "method", "module": "novlib"},
+        {"qualname": "novlib.Request.copy", "kind": "method", "module": "novlib"},
+    ]
+    found = mine({"tests/test_req.py": text}, apis)
+    assert set(found) == {"novlib.Request.get_header_as_int"}
+
+
+def test_names_bound_at_any_depth_and_a_scripts_file_are_not_free():
+    tree = ast.parse(
+        "def to_coroutine(f):\n    async def wrapper(*a):\n        return f(*a)\n    return wrapper\n"
+        "try:\n    import fastjson as json\nexcept ImportError as missing:\n    json = None\n"
+        "HERE = __file__\nprint(wrapper, missing, json, HERE, elsewhere)\n"
+    )
+    bound = bound_names(tree.body)
+    assert {"to_coroutine", "wrapper", "json", "missing", "HERE"} <= bound
+    assert free_names(tree.body, bound) == ["elsewhere"]
+    assert defined_names(tree.body[1]) == {"json"}  # what a top-level `try` defines or imports
