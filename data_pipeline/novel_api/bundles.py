@@ -52,7 +52,7 @@ from data_pipeline.novel_api.docsnippets import (
     run_examples,
     with_namespace,
 )
-from data_pipeline.novel_api.mining import Mined
+from data_pipeline.novel_api.mining import PER_API, Mined
 
 __all__ = [
     "CELL_PRESETS",
@@ -434,9 +434,12 @@ def _verified_examples(draft: _Draft, passed: list[bool]) -> list[dict[str, str]
         if ok:
             examples.append({"code": snippet, "output": "", "source": "docstring"})
     origins: set[str] = set()
+    per_source: Counter[str] = Counter()
     for example, ok in zip(draft.mined, passed[snippets:], strict=True):
-        if ok and example.origin not in origins:  # a test's variants: the first that runs
+        # the first `PER_API` of each source that run, and of a test's variants the first
+        if ok and example.origin not in origins and per_source[example.source] < PER_API:
             origins.add(example.origin)
+            per_source[example.source] += 1
             examples.append(
                 {"code": example.code, "output": "", "source": example.source, "origin": example.origin}
             )

@@ -55,7 +55,8 @@ from data_pipeline.novel_api.envs import file_version, index_files, same_version
 
 log = logging.getLogger(__name__)
 MAX_FILE_BYTES = 400_000  # a generated or vendored file this large is not documentation
-PER_API = 3  # examples kept per API and source, the shortest first
+PER_API = 3  # examples kept per API and source: the shortest that run
+TRIED_PER_API = 2 * PER_API  # examples run per API and source, so one that fails leaves no slot empty
 MAX_PARAMS = 4  # variants of one test from `params=` fixtures: the first four combinations
 SKIPPED_IMPORTS = {"pytest", "unittest", "hypothesis", "conftest", "mock", "doctest"}
 DOC_SUFFIXES = (".rst", ".md", ".txt")
@@ -658,8 +659,8 @@ def page_sessions(blocks: list[tuple[int, str]]) -> list[tuple[int, str]]:
 
 
 def mine(files: dict[str, str], apis: list[dict]) -> dict[str, list[Mined]]:
-    """qualname -> the examples that call it, from tests then docs, at most `PER_API` per source,
-    the shortest first. `apis`: rows with `qualname`, `kind`, `module`."""
+    """qualname -> the examples that call it, from tests then docs, at most `TRIED_PER_API` per
+    source (a test's variants count once), the shortest first; bundles keep `PER_API` that run. `apis`: rows with `qualname`, `kind`, `module`."""
     candidates: list[Mined] = []
     for path, text in sorted(files.items()):
         if is_test_file(path):
@@ -699,7 +700,7 @@ def mine(files: dict[str, str], apis: list[dict]) -> dict[str, list[Mined]]:
                 key=lambda m: (len(m.code), m.origin),
             )
             # one test's variants (its `params=` fixtures') share an origin and count once
-            origins = list(dict.fromkeys(m.origin for m in matching))[:PER_API]
+            origins = list(dict.fromkeys(m.origin for m in matching))[:TRIED_PER_API]
             found.setdefault(api["qualname"], []).extend(m for m in matching if m.origin in origins)
     return {q: ms for q, ms in found.items() if ms}
 

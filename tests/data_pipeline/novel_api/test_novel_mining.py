@@ -10,7 +10,7 @@ import sys
 
 from data_pipeline.novel_api import mining
 from data_pipeline.novel_api.docsnippets import bound_names, defined_names, free_names
-from data_pipeline.novel_api.mining import PER_API, mine
+from data_pipeline.novel_api.mining import PER_API, TRIED_PER_API, Mined, mine
 
 CONFTEST = """import pytest
 
@@ -75,12 +75,29 @@ def test_pytest_raises_as_info_binds_value_and_type_and_still_fails_when_nothing
 def test_a_tests_variants_share_one_of_the_apis_example_slots():
     conftest = CONFTEST.replace('"remote", pytest.param("local", id="local")', '"a", "b", "c"')
     files = {"tests/conftest.py": conftest}
-    for n in range(PER_API + 1):
+    for n in range(TRIED_PER_API + 1):
         files[f"tests/test_{n}.py"] = f"import novlib\n\n\ndef test_{n}(reader):\n    novlib.shout(reader)\n"
     found = mine(files, [{"qualname": "novlib.shout", "kind": "function", "module": "novlib"}])[
         "novlib.shout"
     ]
-    assert len({m.origin for m in found}) == PER_API and len(found) == 3 * PER_API
+    assert len({m.origin for m in found}) == TRIED_PER_API and len(found) == 3 * TRIED_PER_API
+
+
+def test_a_bundle_keeps_the_first_variant_and_the_first_examples_per_source_that_run():
+    from types import SimpleNamespace
+
+    from data_pipeline.novel_api.bundles import _verified_examples
+
+    mined = [Mined(f"v{i}", "tests", f"t.py:{i // 2}") for i in range(2 * (PER_API + 2))]  # two variants each
+    mined.append(Mined("page", "docs", "d.rst:1"))
+    draft = SimpleNamespace(examples=SimpleNamespace(doctest="", snippets=[], chunks=[]), mined=mined)
+    # origin 0 fails both ways, origin 1 runs its second variant only, the rest run
+    passed = [i >= 3 for i in range(len(mined) - 1)] + [True]
+    kept = _verified_examples(draft, passed)
+    tests = [e for e in kept if e["source"] == "tests"]
+    assert [e["origin"] for e in tests] == [f"t.py:{n}" for n in range(1, PER_API + 1)]
+    assert [e["code"] for e in tests][:2] == ["v3", "v4"]  # origin 1's second variant, origin 2's first
+    assert [e["code"] for e in kept if e["source"] == "docs"] == ["page"]
 
 
 def test_a_distinctive_method_name_is_found_without_its_class_but_a_short_one_is_not():

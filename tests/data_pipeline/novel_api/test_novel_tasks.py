@@ -383,7 +383,7 @@ def test_pytest_fixture(tmp_path):
 def test_tests_with_fixtures_of_their_file_and_conftests_are_mined_with_them_inlined():
     """pandas' case_when tests take a `df` fixture, flask's an `app`: a fixture of the test file
     or of a conftest.py above it is written in as a function and called (a yield fixture up to its
-    yield); one with `params=` or one of pytest's own drops the test."""
+    yield); one with `params=` gives one program per param; one of pytest's own drops the test."""
     from data_pipeline.novel_api.mining import conftest_paths, mine, test_programs
 
     assert conftest_paths("tests/unit/test_x.py") == [
@@ -391,8 +391,10 @@ def test_tests_with_fixtures_of_their_file_and_conftests_are_mined_with_them_inl
         "tests/conftest.py",
         "conftest.py",
     ]
-    programs = dict(test_programs("tests/unit/test_x.py", TESTS_WITH_FIXTURES, [CONFTEST]))
-    assert sorted(programs) == [10, 15]
+    listed = test_programs("tests/unit/test_x.py", TESTS_WITH_FIXTURES, [CONFTEST])
+    assert [line for line, _ in listed] == [10, 15, 19, 19]
+    assert ["return 'a'" in listed[2][1], "return 'b'" in listed[3][1]] == [True, True]
+    programs = dict(listed[:2])
     assert programs[10] == (
         "from lib import f\nfrom lib import App\nROOT = '/srv'\n\n"
         "def _fixture_app():\n    return App(ROOT)\napp = _fixture_app()\n\n"
@@ -405,7 +407,12 @@ def test_tests_with_fixtures_of_their_file_and_conftests_are_mined_with_them_inl
     assert "from lib import make_db" in programs[15]
     mined = mine({"tests/conftest.py": CONFTEST, "tests/unit/test_x.py": TESTS_WITH_FIXTURES},
                  [{"qualname": "lib.f", "kind": "function", "module": "lib"}])  # fmt: skip
-    assert [m.origin for m in mined["lib.f"]] == ["tests/unit/test_x.py:15", "tests/unit/test_x.py:10"]
+    assert [m.origin for m in mined["lib.f"]] == [
+        "tests/unit/test_x.py:19",
+        "tests/unit/test_x.py:19",
+        "tests/unit/test_x.py:15",
+        "tests/unit/test_x.py:10",
+    ]
 
 
 def test_a_class_is_mined_where_it_is_named_outside_the_imports():
