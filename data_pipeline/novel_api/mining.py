@@ -8,11 +8,10 @@ through the index's JSON simple API, downloaded once into the build folder):
   whose body uses the API becomes a standalone program, its parameters bound: those
   `pytest.mark.parametrize` gives to the first case, the others to fixtures of the file or of the
   conftest.py files above it (each inlined as a function and called, a yield fixture up to its
-  yield, one with `params=` with its first param as `request.param`; pytest's own, such as
-  `tmp_path`, drop the test); a `Test*`
-  method's `self` unused. The program: the imports it reads (not pytest's), the module-level
-  helpers and constants it uses, the fixtures, then the body itself at top level, a
-  `pytest.raises` block turned into try/except;
+  yield, one with `params=` once per param, each variant a program; pytest's own, such as
+  `tmp_path`, drop the test); a `Test*` method's `self` unused. The program: the imports it
+  reads (not pytest's), the module-level helpers and constants it uses, the fixtures, then the
+  body itself at top level, a `pytest.raises` block turned into try/except;
 - **examples** (`.py` scripts under `examples/`, `example/`, `docs_src/`): the whole script, an
   application as its authors run it;
 - **docs** (`.rst`, `.md`, `.txt` under `doc`/`docs` and the README): each Python code block and each
@@ -44,10 +43,11 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from itertools import islice, product
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 from core.errors import UserError
 from data_pipeline.novel_api.docsnippets import bound_names, code_blocks, defined_names, free_names
@@ -70,6 +70,14 @@ class Mined:
     code: str
     source: str  # tests | docs | examples
     origin: str  # path inside the sdist, with the line: "tests/test_iterutils.py:42"
+    # the example's own lines (a test's body, without the fixtures and helpers written in front)
+    body: str = field(default="", compare=False)
+
+
+class TestProgram(NamedTuple):
+    line: int
+    code: str  # the standalone program
+    body: str  # the test's own statements, as they end the program
 
 
 @dataclass
@@ -497,8 +505,8 @@ def _fixture_statements(fixture: ast.FunctionDef, name: str) -> list[ast.stmt]:
     return [function, ast.Assign(targets=[ast.Name(name, ast.Store())], value=value, lineno=0)]
 
 
-def test_programs(path: str, text: str, conftests: list[str] = ()) -> list[tuple[int, str]]:
-    """(line, standalone program) of each test function in a test file whose fixtures can be
+def test_programs(path: str, text: str, conftests: list[str] = ()) -> list[TestProgram]:
+    """(line, standalone program, its body) of each test function in a test file whose fixtures can be
     inlined: from the file itself or `conftests` (conftest.py texts, the nearest first), with no
     parameters of pytest's own."""
     try:
@@ -526,8 +534,15 @@ def test_programs(path: str, text: str, conftests: list[str] = ()) -> list[tuple
             ]
             program = _test_program(files, fixtures, body, raises.uses_types)
             if program is not None:
-                programs.append((func.lineno, program))
+                programs.append(TestProgram(func.lineno, program, _unparsed(body)))
     return programs
+
+
+def _unparsed(statements: list[ast.stmt]) -> str:
+    try:
+        return ast.unparse(ast.Module(body=statements, type_ignores=[]))
+    except (ValueError, RecursionError):
+        return ""
 
 
 def _test_program(
@@ -535,7 +550,10 @@ def _test_program(
 ) -> str | None:
     """The program: the imports and helpers the fixtures and body read, then both; None when it
     would need pytest or another skipped import."""
-    needed = _names(ast.Module(body=[*fixtures, *body], type_ignores=[]))
+    # what the program reads before binding it itself: a conftest's `idx = ...` is no helper of a
+    # test that writes its own `idx = Index(...)`
+    statements = [*fixtures, *body]
+    needed = set(free_names(statements, bound_names(statements)))
     if needed & SKIPPED_IMPORTS:
         return None
     helpers = [h for f in files for h in f.helpers]
@@ -660,13 +678,14 @@ def page_sessions(blocks: list[tuple[int, str]]) -> list[tuple[int, str]]:
 
 def mine(files: dict[str, str], apis: list[dict]) -> dict[str, list[Mined]]:
     """qualname -> the examples that call it, from tests then docs, at most `TRIED_PER_API` per
-    source (a test's variants count once), the shortest first; bundles keep `PER_API` that run. `apis`: rows with `qualname`, `kind`, `module`."""
+    source (a test's variants count once): tests whose own lines call it first, then the shortest;
+    bundles keep `PER_API` that run. `apis`: rows with `qualname`, `kind`, `module`."""
     candidates: list[Mined] = []
     for path, text in sorted(files.items()):
         if is_test_file(path):
             near = [files[c] for c in conftest_paths(path) if c in files]
             candidates += [
-                Mined(code, "tests", f"{path}:{line}") for line, code in test_programs(path, text, near)
+                Mined(t.code, "tests", f"{path}:{t.line}", t.body) for t in test_programs(path, text, near)
             ]
         elif is_doc_file(path):
             candidates += [Mined(code, "docs", f"{path}:{line}") for line, code in doc_programs(text)]
@@ -687,22 +706,29 @@ def mine(files: dict[str, str], apis: list[dict]) -> dict[str, list[Mined]]:
             if api.get("kind") == "method" and api["qualname"].count(".") >= 2 and not _distinctive(name)
             else ""
         )
+        calls = partial(_calls, pattern, owner)
         for source in ("tests", "docs", "examples"):
+            # a test whose own lines make the call first (pandas' `idx.diff(periods)` beside tests
+            # whose fixtures alone name `Index`), then the shortest
             matching = sorted(
                 {
                     m
                     for m, body in bodies
                     if m.source == source
-                    and pattern.search(body)
-                    and (not owner or re.search(rf"\b{re.escape(owner)}\b", body))
+                    and calls(body)
                     and (root in m.code or (source != "tests" and specific))
                 },
-                key=lambda m: (len(m.code), m.origin),
+                key=lambda m: (m.body != "" and not calls(m.body), len(m.code), m.origin),
             )
             # one test's variants (its `params=` fixtures') share an origin and count once
             origins = list(dict.fromkeys(m.origin for m in matching))[:TRIED_PER_API]
             found.setdefault(api["qualname"], []).extend(m for m in matching if m.origin in origins)
     return {q: ms for q, ms in found.items() if ms}
+
+
+def _calls(pattern: re.Pattern[str], owner: str, text: str) -> bool:
+    """Whether `text` calls the API: its pattern, and its class named for a method that needs it."""
+    return bool(pattern.search(text)) and (not owner or bool(re.search(rf"\b{re.escape(owner)}\b", text)))
 
 
 def _distinctive(name: str) -> bool:

@@ -562,7 +562,7 @@ def test_examples_mined_from_a_test_function_and_an_rst_block_become_validated_e
     sdist = _sdist(tmp_path / "novlib-2.0.tar.gz")
     files = read_sdist(sdist)
     assert "tests/test_core.py" in files and "docs/usage.rst" in files  # the top folder dropped
-    programs = dict(test_programs("tests/test_core.py", files["tests/test_core.py"]))
+    programs = {t.line: t.code for t in test_programs("tests/test_core.py", files["tests/test_core.py"])}
     # no fixture: the first test, the one whose pytest.raises became a try, the Test class's method
     assert list(programs) == [12, 21, 27]
     assert "except TypeError:\n    pass\nelse:\n    raise AssertionError" in programs[21]

@@ -50,7 +50,7 @@ def _run(program: str) -> subprocess.CompletedProcess:
 
 
 def test_a_params_fixture_gives_one_program_per_param_at_the_tests_line():
-    programs = mining.test_programs("tests/test_reader.py", TESTS, [CONFTEST])
+    programs = [(t.line, t.code) for t in mining.test_programs("tests/test_reader.py", TESTS, [CONFTEST])]
     first = [p for line, p in programs if line == 4]
     assert len(first) == 2, programs
     assert "return 'remote'" in first[0] and "return 'local'" in first[1]  # pytest.param's value
@@ -64,7 +64,9 @@ def test_a_fixture_reading_more_of_request_than_its_param_drops_the_test():
 
 
 def test_pytest_raises_as_info_binds_value_and_type_and_still_fails_when_nothing_raises():
-    programs = [p for line, p in mining.test_programs("tests/test_reader.py", TESTS, [CONFTEST]) if line == 8]
+    programs = [
+        t.code for t in mining.test_programs("tests/test_reader.py", TESTS, [CONFTEST]) if t.line == 8
+    ]
     assert programs and "import types" in programs[0] and "pytest" not in programs[0]
     assert _run(programs[0]).returncode == 0
     silent = programs[0].replace("reader['missing']", "reader['where']")
@@ -123,3 +125,34 @@ def test_names_bound_at_any_depth_and_a_scripts_file_are_not_free():
     assert {"to_coroutine", "wrapper", "json", "missing", "HERE"} <= bound
     assert free_names(tree.body, bound) == ["elsewhere"]
     assert defined_names(tree.body[1]) == {"json"}  # what a top-level `try` defines or imports
+
+
+def test_a_test_whose_own_lines_call_the_method_comes_before_shorter_ones_whose_fixtures_name_its_class():
+    """pandas' `Index.diff`: `frame.diff(-1)` tests whose fixture builds an `Index` are shorter than
+    the test that calls `idx.diff(periods)` itself, and never call the API."""
+    conftest = "import pytest\nimport novlib\n\n\n@pytest.fixture\ndef frame():\n    return novlib.Frame(novlib.Index([1]))\n"
+    files = {"tests/conftest.py": conftest}
+    for n in range(TRIED_PER_API):
+        files[f"tests/test_frame_{n}.py"] = f"def test_frame(frame):\n    frame.diff({n})\n"
+    files["tests/test_index.py"] = (
+        "import novlib\n\n\ndef test_index_diff():\n    idx = novlib.Index([10, 20, 30, 40, 50])\n"
+        "    result = idx.diff(1)\n    assert list(result)[1:] == [10, 10, 10, 10]\n"
+    )
+    found = mine(files, [{"qualname": "novlib.Index.diff", "kind": "method", "module": "novlib"}])[
+        "novlib.Index.diff"
+    ]
+    assert found[0].origin == "tests/test_index.py:4" and len(found[0].code) > len(found[1].code)
+    assert "idx.diff(1)" in found[0].body and "Frame" not in found[0].body
+
+
+def test_a_conftest_name_the_test_binds_itself_brings_no_helper():
+    """pandas' conftest sets `idx` in an `if has_pyarrow:` block beside a hundred-line dict; a
+    test that writes its own `idx = Index(...)` needs neither."""
+    conftest = (
+        "import novlib\n\ntry:\n    import pyarrow\n    has_pyarrow = True\nexcept ImportError:\n"
+        "    has_pyarrow = False\nindices = {'big': novlib.Index(list(range(100)))}\n"
+        "if has_pyarrow:\n    idx = novlib.Index(['x'])\n    indices['arrow'] = idx\n"
+    )
+    test = "import novlib\n\n\ndef test_round():\n    idx = novlib.Index([1.5])\n    assert list(idx.round(0)) == [2.0]\n"
+    (program,) = mining.test_programs("tests/test_index.py", test, [conftest])
+    assert program.code == "import novlib\nidx = novlib.Index([1.5])\nassert list(idx.round(0)) == [2.0]\n"

@@ -319,7 +319,7 @@ def test_a_parametrized_test_is_mined_with_its_first_case_bound():
         '@pytest.mark.parametrize("v", [pytest.param(5, id="five")])\ndef test_b(v):\n    assert f(v)\n\n'
         "@pytest.mark.skip\ndef test_c():\n    f(1)\n\ndef test_d(tmp_path):\n    f(tmp_path)\n"
     )
-    assert test_programs("tests/test_x.py", source) == [
+    assert [(t.line, t.code) for t in test_programs("tests/test_x.py", source)] == [
         (5, "from lib import f\nx = 1\nexpected = 2\nassert f(x) == expected\n"),
         (9, "from lib import f\nv = 5\nassert f(v)\n"),
     ]  # test_c has another decorator, test_d one of pytest's own fixtures
@@ -391,7 +391,9 @@ def test_tests_with_fixtures_of_their_file_and_conftests_are_mined_with_them_inl
         "tests/conftest.py",
         "conftest.py",
     ]
-    listed = test_programs("tests/unit/test_x.py", TESTS_WITH_FIXTURES, [CONFTEST])
+    listed = [
+        (t.line, t.code) for t in test_programs("tests/unit/test_x.py", TESTS_WITH_FIXTURES, [CONFTEST])
+    ]
     assert [line for line, _ in listed] == [10, 15, 19, 19]
     assert ["return 'a'" in listed[2][1], "return 'b'" in listed[3][1]] == [True, True]
     programs = dict(listed[:2])
