@@ -21,6 +21,7 @@ harness.py imports this file from its own folder.
 
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import Iterable
 
@@ -34,6 +35,7 @@ FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
 # ABI 6: no signals to, and no abstract unix sockets of, processes outside the confined run
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 READ = EXECUTE | READ_FILE | READ_DIR
+HELD_FDS_FROM = 512  # where the system folders' descriptors are held (build_ruleset)
 
 
 class Confinement:
@@ -41,16 +43,24 @@ class Confinement:
 
     def __init__(self, native) -> None:
         self.native = native
+        # path -> (O_PATH descriptor, is a folder) of the paths that are the same for every ruleset
+        self._held: dict[str, tuple[int, bool]] = {}
 
     def landlock_abi(self) -> int:
         """The kernel's Landlock ABI version, 0 where Landlock is missing or disabled."""
         return self.native.landlock_abi()
 
-    def build_ruleset(self, read: Iterable[str], write: Iterable[str]) -> int | None:
+    def build_ruleset(
+        self, read: Iterable[str], write: Iterable[str], renewed: Iterable[str] = ()
+    ) -> int | None:
         """A Landlock ruleset (its descriptor) allowing reads of ``read`` and everything in ``write``.
 
-        Built once per server; each run applies it with ``restrict``. Paths that do not exist are
-        skipped. None where the kernel has no Landlock.
+        Built once per server, or after each run where the scratch folders are new mounts; each
+        run applies it with ``restrict``. Paths that do not exist are skipped. Paths at or under
+        ``renewed`` (the folders mounted afresh after every run) are opened anew each time; the
+        others (system folders, devices) are opened once and their ``O_PATH`` descriptors held
+        (close-on-exec; every run's process closes them before its program starts). None where
+        the kernel has no Landlock.
         """
         abi = self.landlock_abi()
         if abi < 1:
@@ -66,22 +76,34 @@ class Confinement:
             ruleset = self.native.landlock_create_ruleset(handled, scoped)
         except OSError:
             return None
+        roots = tuple(root.rstrip("/") for root in renewed)
         for paths, rights in ((read, READ), (write, handled)):
             for path in paths:
-                self._allow(ruleset, path, rights & handled)
+                self._allow(ruleset, path, rights & handled, roots)
         return ruleset
 
-    def _allow(self, ruleset: int, path: str, rights: int) -> None:
-        try:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-        except OSError:
-            return
-        try:
-            if not os.path.isdir(path):
-                rights &= FILE_RIGHTS
-            self.native.landlock_add_path(ruleset, fd, rights)
-        finally:
-            os.close(fd)
+    def _allow(self, ruleset: int, path: str, rights: int, renewed: tuple[str, ...]) -> None:
+        """Add ``path`` to the ruleset; its descriptor is held for the next rulesets unless it lies
+        at or under one of the ``renewed`` folders (by its name or by where it leads)."""
+        held = self._held.get(path)
+        if held is None:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                return
+            held = fd, os.path.isdir(path)
+            if _under(path, renewed) or _under(os.path.realpath(path), renewed):
+                try:
+                    self._add(ruleset, held, rights)
+                finally:
+                    os.close(fd)
+                return
+            self._held[path] = held = _out_of_the_way(fd), held[1]
+        self._add(ruleset, held, rights)
+
+    def _add(self, ruleset: int, held: tuple[int, bool], rights: int) -> None:
+        fd, folder = held
+        self.native.landlock_add_path(ruleset, fd, rights if folder else rights & FILE_RIGHTS)
 
     def restrict(self, ruleset: int) -> None:
         """Confine this process, and all it will start, to the ruleset; irreversible."""
@@ -94,3 +116,18 @@ class Confinement:
     def drop_capabilities(self) -> None:
         """Clear the effective, permitted and inheritable capabilities (root stays uid 0 without them)."""
         self.native.drop_capabilities()
+
+
+def _out_of_the_way(fd: int) -> int:
+    """``fd`` moved to a high number (where the limit on descriptors allows), so that the ones a
+    run receives take the low numbers they always had."""
+    try:
+        high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, HELD_FDS_FROM)
+    except OSError:
+        return fd
+    os.close(fd)
+    return high
+
+
+def _under(path: str, roots: tuple[str, ...]) -> bool:
+    return any(path == root or path.startswith(root + "/") for root in roots)

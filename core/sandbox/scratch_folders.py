@@ -82,7 +82,8 @@ class ScratchFolders:
         os.makedirs(self.work_dir, exist_ok=True)
         if self.ruleset is not None:
             os.close(self.ruleset)
-        self.ruleset = self.confine.build_ruleset(*self.paths)
+        # the system folders' descriptors are opened once; the new mounts' afresh
+        self.ruleset = self.confine.build_ruleset(*self.paths, renewed=(*self.folders, self.work_dir))
 
     def _empty(self) -> None:
         for path, mode in self.folders.items():
