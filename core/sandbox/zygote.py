@@ -24,9 +24,11 @@ import os
 import select
 import signal
 import socket
+import struct
 from collections.abc import Callable
 
 MAX_FDS = 16
+_SIZES = struct.Struct("<II")  # a payload text's name and text, in bytes
 _MESSAGE = 1 << 16
 
 
@@ -214,19 +216,35 @@ class ZygoteClient:
         return json.loads(data)
 
 
-def payload_fd(texts: dict) -> int:
-    """A memfd holding ``texts`` as JSON, for the run's process alone to read."""
+def payload_fd(texts: dict[str, str]) -> int:
+    """A memfd holding ``texts`` (name -> text), for the run's process alone to read: each as the
+    byte lengths of its name and text, then both in UTF-8 (lone surrogates kept). Not JSON: the
+    decoder's objects are pages of the zygote that every run's process would copy (its first write
+    to each), where this format needs only a Struct and ``bytes.decode``."""
     fd = os.memfd_create("editforge-job", os.MFD_CLOEXEC)
-    data = memoryview(json.dumps(texts).encode())
+    parts = []
+    for name, text in texts.items():
+        key, value = name.encode(), text.encode("utf-8", "surrogatepass")
+        parts += [_SIZES.pack(len(key), len(value)), key, value]
+    data = memoryview(b"".join(parts))
     while data:
         data = data[os.write(fd, data) :]
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
 
 
-def read_payload(fd: int) -> dict:
+def read_payload(fd: int) -> dict[str, str]:
     chunks = []
     while chunk := os.read(fd, 1 << 20):
         chunks.append(chunk)
     os.close(fd)
-    return json.loads(b"".join(chunks))
+    data = b"".join(chunks)
+    texts, at = {}, 0
+    while at < len(data):
+        key_size, size = _SIZES.unpack_from(data, at)
+        at += _SIZES.size
+        name = data[at : at + key_size].decode()
+        at += key_size
+        texts[name] = data[at : at + size].decode("utf-8", "surrogatepass")
+        at += size
+    return texts
