@@ -1195,3 +1195,59 @@ def test_the_trusted_side_cannot_signal_the_server(sandbox, case):
     split = sandbox.run("x = 1\n", tests, split=True)
     assert split.passed and "refused" in split.stdout, split
     still_works(sandbox)
+
+
+# The server and the zygote hold descriptors a run must never get: the system folders' O_PATH
+# descriptors the Landlock ruleset is rebuilt from (numbered from 512), their sockets, the scratch
+# mounts. Three ways a program would look for one: every number's fstat, a folder's descriptor used
+# as a `dir_fd`, and a descriptor's own path through /proc.
+DESCRIPTOR_PROBES = {
+    "fstat_every_number": """
+        import os, stat
+        def add(a, b):
+            return a + b
+        for fd in range(4096):
+            try:
+                mode = os.fstat(fd).st_mode
+            except OSError:
+                continue
+            kind = "pipe" if stat.S_ISFIFO(mode) else "chr" if stat.S_ISCHR(mode) else "other"
+            print("FD", fd, kind)
+        """,
+    "dir_fd_open": """
+        import os
+        def add(a, b):
+            return a + b
+        for fd in range(3, 4096):
+            try:
+                os.open("etc/hostname", os.O_RDONLY, dir_fd=fd)
+            except OSError:
+                continue
+            print("FD", fd, "opened-through")
+        """,
+    "proc_fd_links": """
+        import os
+        def add(a, b):
+            return a + b
+        for fd in range(3, 4096):
+            try:
+                target = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:
+                continue
+            if not target.startswith("pipe:"):
+                print("FD", fd, target)
+        """,
+}
+
+
+@pytest.mark.parametrize("split", [True, False], ids=["split", "in_process"])
+@pytest.mark.parametrize("probe", sorted(DESCRIPTOR_PROBES))
+def test_a_run_holds_only_its_stdio_and_pipes_never_a_descriptor_of_the_server(sandbox, probe, split):
+    result = sandbox.run(program(DESCRIPTOR_PROBES[probe]), CONTROL[1], split=split)
+    assert result.passed, (result.status, result.detail)
+    found = [line.split()[1:] for line in result.stdout.splitlines() if line.startswith("FD ")]
+    if probe == "fstat_every_number":
+        assert found[:1] == [["0", "chr"]] and found, found  # stdin is /dev/null
+        assert all(kind == "pipe" for _, kind in found[1:]) and all(int(fd) < 64 for fd, _ in found), found
+    else:
+        assert found == [], found
