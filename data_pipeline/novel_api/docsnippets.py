@@ -88,37 +88,84 @@ def defined_names(statement: ast.stmt) -> set[str]:
     return set()
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
 def bound_names(statements: list[ast.stmt]) -> set[str]:
-    """Names the statements bind, at any depth: assignments, imports, definitions (a helper's
-    inner `def wrapper`), `except ... as` names."""
+    """Names the statements bind in their own scope: assignments, imports, definitions, `except
+    ... as` names, inside `if`/`try`/`for`/`with` blocks too, but not what a function, class, lambda
+    or comprehension binds for itself (a fixture's local `app` is not the module's `app`)."""
     bound: set[str] = set()
-    for node in (n for s in statements for n in ast.walk(s)):
+    stack: list[ast.AST] = list(statements)
+    while stack:
+        node = stack.pop()
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             bound.add(node.id)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             bound.update(a.asname or a.name.split(".")[0] for a in node.names)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)):
-            bound.add(node.name or "")
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+            continue  # its body is its own scope
+        if isinstance(node, (ast.Lambda, *_COMPREHENSIONS)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
     return bound
 
 
 def free_names(nodes: list[ast.AST], bound: set[str]) -> list[str]:
-    """Names the nodes read that neither `bound`, their own lambdas' parameters and comprehensions'
-    targets, nor the builtins give, in the order they first appear."""
+    """Names the nodes read that resolve to the module and that neither `bound` nor the builtins
+    give, in the order they first appear. A function's parameters and locals, a lambda's
+    parameters and a comprehension's targets resolve in their own scope (an inner `def wrapper`
+    read by the function that defines it is no free name)."""
     import builtins
 
-    bound = bound | {
-        sub.arg if isinstance(sub, ast.arg) else sub.id
-        for node in nodes
-        for sub in ast.walk(node)
-        if isinstance(sub, ast.arg) or (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store))
-    }
-    names = []
+    names: list[str] = []
+
+    def visit(node: ast.AST, local: frozenset[str]) -> None:
+        if isinstance(node, _SCOPES):
+            if isinstance(node, ast.Lambda):
+                outer: list[ast.AST] = [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
+                body: list[ast.AST] = [node.body]
+            else:
+                outer = list(node.decorator_list)
+                if isinstance(node, ast.ClassDef):
+                    outer += [*node.bases, *(k.value for k in node.keywords)]
+                else:
+                    outer += [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
+                body = list(node.body)
+            for child in outer:
+                visit(child, local)
+            inner = local | bound_names([s for s in body if isinstance(s, ast.stmt)])
+            if not isinstance(node, ast.ClassDef):
+                a = node.args
+                params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *(x for x in (a.vararg, a.kwarg) if x)]
+                inner |= {p.arg for p in params}
+            for child in body:
+                visit(child, frozenset(inner))
+            return
+        if isinstance(node, _COMPREHENSIONS):
+            targets = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+            for child in ast.iter_child_nodes(node):
+                visit(child, local | targets)
+            return
+        if (
+            isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Load)
+            and node.id not in local
+            and node.id not in bound
+            and not hasattr(builtins, node.id)
+            and node.id not in MODULE_NAMES
+            and node.id not in names
+        ):
+            names.append(node.id)
+        for child in ast.iter_child_nodes(node):
+            visit(child, local)
+
     for node in nodes:
-        for sub in ast.walk(node):
-            free = isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in bound
-            if free and not hasattr(builtins, sub.id) and sub.id not in MODULE_NAMES and sub.id not in names:
-                names.append(sub.id)
+        visit(node, frozenset())
     return names
 
 

@@ -15,6 +15,7 @@ stdout carries only the JSON.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import importlib.machinery
 import importlib.metadata
@@ -177,24 +178,29 @@ def unlisted_method_paths(found: list[Found], package: str) -> list[str]:
     function). Public paths of public methods, inherited ones included, and every own method's
     defining path."""
 
-    def unlisted(raw: object) -> bool:
-        raw = getattr(raw, "__func__", raw)
-        return (
-            raw is not None and inspect.isroutine(raw) and not (is_function(raw) and defined_in(raw, package))
-        )
+    def unlisted(raw: object) -> bool:  # an attribute's own lookups may raise anything (a LocalProxy)
+        def check() -> bool:
+            func = getattr(raw, "__func__", raw)
+            routine = func is not None and inspect.isroutine(func)
+            return routine and not (is_function(func) and defined_in(func, package))
+
+        return bool(safe(check, False))
 
     paths: set[str] = set()
     for entry in found:
         if entry.kind != "class":
             continue
         cls = entry.obj
-        defining = f"{getattr(cls, '__module__', '')}.{getattr(cls, '__qualname__', '')}"
-        for name, raw in list(safe(lambda c=cls: vars(c), {}).items()):
-            if unlisted(raw):
+        defining = f"{safe(lambda c=cls: c.__module__, '')}.{safe(lambda c=cls: c.__qualname__, '')}"
+        own = safe(lambda c=cls: dict(vars(c)), None) or {}
+        for name, raw in own.items():
+            if isinstance(name, str) and unlisted(raw):
                 paths.add(f"{defining}.{name}")
-        for name in safe(lambda c=cls: dir(c), []) or []:
-            if not name.startswith("_") and unlisted(
-                safe(lambda c=cls, n=name: inspect.getattr_static(c, n))
+        for name in safe(lambda c=cls: list(dir(c)), None) or []:
+            if (
+                isinstance(name, str)
+                and not name.startswith("_")
+                and unlisted(safe(lambda c=cls, n=name: inspect.getattr_static(c, n)))
             ):
                 paths.update(f"{p}.{name}" for p in entry.paths)
     return sorted(paths)
@@ -232,7 +238,7 @@ def safe(call, default=None):
 
 def source_text(obj: object) -> str:
     text = safe(lambda: inspect.getsource(obj), "") or ""
-    if not text and (found := compiled_definition(obj)):
+    if not text and (found := safe(lambda: compiled_definition(obj))):
         text = found[2]
     return text
 
@@ -245,8 +251,8 @@ def compiled_definition(obj: object) -> tuple[str, int, str] | None:
     if not file.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
         return None
     path = os.path.join(os.path.dirname(file), os.path.basename(file).split(".", 1)[0] + ".py")
-    tree = safe(lambda: ast.parse(read_text(path))) if os.path.isfile(path) else None
-    qualname = getattr(obj, "__qualname__", None)
+    tree = _parsed(path)
+    qualname = safe(lambda: obj.__qualname__)
     if tree is None or not isinstance(qualname, str):
         return None
     node: ast.AST = tree
@@ -264,6 +270,12 @@ def compiled_definition(obj: object) -> tuple[str, int, str] | None:
     first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
     lines = read_text(path).splitlines(keepends=True)[first - 1 : node.end_lineno]
     return path, first, "".join(lines)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(path: str) -> ast.Module | None:
+    """The source beside a compiled module, parsed once (every object of the module asks)."""
+    return safe(lambda: ast.parse(read_text(path))) if os.path.isfile(path) else None
 
 
 def is_deprecated(entry: Found, doc: str | None) -> bool:
@@ -314,7 +326,7 @@ def describe(entry: Found) -> dict:
     doc = safe(lambda: inspect.getdoc(obj))
     source_file = safe(lambda: inspect.getsourcefile(obj))
     lineno = safe(lambda: inspect.getsourcelines(obj)[1])
-    if not source_file and (found := compiled_definition(obj)):
+    if not source_file and (found := safe(lambda: compiled_definition(obj))):
         source_file, lineno = found[0], found[1]
     signature = safe(lambda: str(inspect.signature(obj)))
     qualname = getattr(obj, "__qualname__", getattr(obj, "__name__", "?"))

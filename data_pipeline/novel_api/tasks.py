@@ -411,7 +411,11 @@ class TaskBuilder:
 
     def _failed(self, reason: str, task_id: str, result: Any) -> None:
         self.dropped[reason] += 1
-        text = (result.detail or result.stderr or result.status or "").strip()
+        text = (
+            "the reference printed no result (@@out)"
+            if result.passed
+            else (result.detail or result.stderr or result.status or "").strip()
+        )
         self.failures.append(
             {"id": task_id, "reason": reason, "why": text.splitlines()[-1][:300] if text else ""}
         )

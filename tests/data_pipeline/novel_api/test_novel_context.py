@@ -369,7 +369,7 @@ def test_a_test_through_a_params_fixture_and_a_caught_error_becomes_a_validated_
     code = example["code"]
     assert "return 'sync'" in code and "return 'async'" not in code
     assert "HAS_SPEEDUPS = False" in code and "pathlib.Path(__file__)" in code
-    assert "info = types.SimpleNamespace(value=_raised" in code and "import types" in code
+    assert "info = _types.SimpleNamespace(value=_raised" in code and "import types as _types" in code
     tasks = [t for t in _jsonl(built / "tasks.jsonl") if t["qualname"].endswith("get_header_as_int")]
     assert tasks and all(t["c1"] for t in tasks)
     first = next(t for t in tasks if t["level"] == 1)

@@ -730,3 +730,30 @@ def test_a_method_compiled_without_binding_then_with_it_is_not_new(tmp_path):
     assert "cylib.fast.Reader.feed_lines" not in candidates
     # without the other paths, the method would look new
     assert "cylib.fast.Reader.feed_lines" in {a["canonical"] for a in novel(old["apis"], new["apis"])}
+
+
+def test_introspection_survives_class_attributes_whose_lookups_raise(tmp_path):
+    """An attribute whose `__getattr__` raises KeyError (an attribute dict) or RuntimeError (an
+    unbound proxy) is no method, and never ends the listing."""
+    from data_pipeline.novel_api.introspect import Found, unlisted_method_paths
+
+    class AttrDict(dict):
+        __getattr__ = dict.__getitem__
+
+    class Unbound:
+        def __getattr__(self, name):
+            raise RuntimeError("object is not bound")
+
+    class Config:
+        defaults = AttrDict(a=1)
+        proxy = Unbound()
+
+        def method(self):
+            return 1
+
+    entry = Found(Config, "class")
+    entry.paths.add("pkg.Config")
+    Config.compiled = len  # a builtin routine stands for a compiled method
+    paths = unlisted_method_paths([entry], __name__.split(".")[0])
+    assert "pkg.Config.compiled" in paths
+    assert not [p for p in paths if p.endswith((".defaults", ".proxy", ".method"))], paths

@@ -115,14 +115,14 @@ def test_a_distinctive_method_name_is_found_without_its_class_but_a_short_one_is
     assert set(found) == {"novlib.Request.get_header_as_int"}
 
 
-def test_names_bound_at_any_depth_and_a_scripts_file_are_not_free():
+def test_names_bound_in_a_scope_resolve_there_and_a_scripts_file_is_not_free():
     tree = ast.parse(
         "def to_coroutine(f):\n    async def wrapper(*a):\n        return f(*a)\n    return wrapper\n"
         "try:\n    import fastjson as json\nexcept ImportError as missing:\n    json = None\n"
-        "HERE = __file__\nprint(wrapper, missing, json, HERE, elsewhere)\n"
+        "HERE = __file__\nprint(missing, json, HERE, elsewhere, [y for y in range(2)], lambda z: z)\n"
     )
     bound = bound_names(tree.body)
-    assert {"to_coroutine", "wrapper", "json", "missing", "HERE"} <= bound
+    assert {"to_coroutine", "json", "missing", "HERE"} <= bound and "wrapper" not in bound
     assert free_names(tree.body, bound) == ["elsewhere"]
     assert defined_names(tree.body[1]) == {"json"}  # what a top-level `try` defines or imports
 
@@ -156,3 +156,53 @@ def test_a_conftest_name_the_test_binds_itself_brings_no_helper():
     test = "import novlib\n\n\ndef test_round():\n    idx = novlib.Index([1.5])\n    assert list(idx.round(0)) == [2.0]\n"
     (program,) = mining.test_programs("tests/test_index.py", test, [conftest])
     assert program.code == "import novlib\nidx = novlib.Index([1.5])\nassert list(idx.round(0)) == [2.0]\n"
+
+
+def test_a_name_a_fixture_binds_locally_still_brings_the_modules_helper():
+    """A fixture's own `app = ...` or `import numpy as np` binds nothing at module level: the
+    body's `app.add_route` and `np.arange` still need the module's `app` and import."""
+    text = (
+        "import numpy as np\nimport pytest\nimport mylib\n\napp = mylib.App()\n\n\n@pytest.fixture\n"
+        "def client():\n    import numpy as np\n    app = mylib.App(testing=True)\n    return mylib.Client(app, np)\n\n\n"
+        "def test_a(client):\n    app.add_route('/', lambda make: make)\n    assert np.arange(2).sum() == 1\n"
+    )
+    (program,) = mining.test_programs("tests/test_app.py", text, [])
+    assert "app = mylib.App()\n" in program.code and program.code.startswith("import numpy as np\n")
+
+
+def test_a_page_block_reading_np_gets_the_import_not_a_function_that_imports_it_locally():
+    page = (
+        ".. code-block:: python\n\n    import numpy as np\n\n"
+        ".. code-block:: python\n\n    def show(a):\n        import numpy as np\n        return np.asarray(a)\n\n"
+        ".. code-block:: python\n\n    print(np.arange(3))\n"
+    )
+    last = [code for _, code in mining.doc_programs(page)][-1]
+    assert last == "import numpy as np\nprint(np.arange(3))", last
+
+
+def test_odd_params_fixtures_and_a_main_guard_are_left_out_not_raised():
+    deep = " + ".join(['"a"'] * 400)
+    text = (
+        "import pytest\nimport sys\nimport mylib\n\n\n@pytest.fixture(params=[1, 2])\ndef val():\n"
+        f"    return {deep}\n\n\n@pytest.fixture(params=[*range(3)])\ndef star(request):\n    return request.param\n\n\n"
+        "def test_uses_sys():\n    assert mylib.ok(sys.argv)\n\n\n"
+        "if __name__ == '__main__':\n    import sys\n    sys.exit(pytest.main([__file__]))\n"
+    )
+    programs = mining.test_programs("tests/test_odd.py", text, [])  # no RecursionError
+    assert [p.code for p in programs] == ["import sys\nimport mylib\nassert mylib.ok(sys.argv)\n"]
+
+
+def test_a_caught_error_namespace_never_collides_with_a_tests_own_types():
+    text = (
+        "import pytest\nfrom sqlalchemy import types\n\n\ndef test_t():\n    with pytest.raises(TypeError) as info:\n"
+        "        types.Integer(1, 2, 3)\n    assert info.type is TypeError\n"
+    )
+    (program,) = mining.test_programs("tests/test_types.py", text, [])
+    assert "from sqlalchemy import types\nimport types as _types\n" in program.code
+    assert "info = _types.SimpleNamespace(" in program.code
+
+
+def test_params_combinations_try_every_fixtures_second_variant_first():
+    from data_pipeline.novel_api.mining import _combinations
+
+    assert _combinations([2, 4]) == [(0, 0), (0, 1), (1, 0), (1, 1)]
