@@ -174,7 +174,7 @@ class BwrapLauncher:
         self.read_only = tuple(read_only)
         interpreter_paths(self.python)  # an interpreter that cannot run fails here, once
 
-    def spec(self, profile: Profile) -> ServerSpec:
+    def spec(self, profile: Profile, cpu: int | None = None) -> ServerSpec:
         config = {
             "mode": "init",
             "work_dir": WORK_DIR,
@@ -191,6 +191,7 @@ class BwrapLauncher:
             "read": readable_paths(self.python),
             "write": ["/tmp", "/dev/shm", *DEVICES],
             "native": native.built(self.python),
+            "cpu": cpu,
         }
         bwrap = bwrap_argv(self._binary, profile, self._userns, self.python, self.read_only)
         argv = [*bwrap, "--", self.python, "-I", HARNESS]

@@ -42,6 +42,7 @@ class Cgroup:
 
     groups: dict[str, tuple[Path, int]]
     _written: dict[str, int] = field(default_factory=dict)
+    _oom_fd: int | None = None  # the memory cgroup's OOM counter file, held open
 
     @classmethod
     def create(cls) -> Cgroup | None:
@@ -78,12 +79,15 @@ class Cgroup:
                 self._written[controller] = value
 
     def oom_kills(self) -> int:
-        """How many processes the kernel has OOM-killed in the memory cgroup so far."""
+        """How many processes the kernel has OOM-killed in the memory cgroup so far (read at offset
+        0 of a descriptor held open: it is read before every execution)."""
         if "memory" not in self.groups:
             return 0
-        path, version = self.groups["memory"]
-        with contextlib.suppress(OSError):
-            for line in (path / _OOM_FILES[version]).read_text().splitlines():
+        with contextlib.suppress(OSError, ValueError):
+            if self._oom_fd is None:
+                path, version = self.groups["memory"]
+                self._oom_fd = os.open(path / _OOM_FILES[version], os.O_RDONLY | os.O_CLOEXEC)
+            for line in os.pread(self._oom_fd, 4096, 0).decode().splitlines():
                 key, _, value = line.partition(" ")
                 if key == "oom_kill":
                     return int(value)
@@ -111,6 +115,9 @@ class Cgroup:
     def remove(self) -> None:
         """Kill what is left and delete the groups (retrying while killed processes exit)."""
         self.kill_all()
+        if self._oom_fd is not None:
+            os.close(self._oom_fd)
+            self._oom_fd = None
         for path, _ in self.groups.values():
             deadline = time.monotonic() + 5.0
             while path.exists():

@@ -26,6 +26,9 @@ class SandboxConfig:
     coverage_timeout_s: float = 60.0  # eval: per coverage run, as CanItEdit's evaluator_overlay.py
     workers: int | None = None  # None: one per CPU
     max_code_bytes: int = 200_000  # eval: larger completions fail as too_large without running
+    # Each worker's processes on one CPU, round robin, where there is a worker per CPU: a split
+    # run's two processes then talk without waking another CPU (`worker_cpus`); false: any CPU.
+    pin_cpus: bool = True
 
     def __post_init__(self) -> None:
         # ValueError: `to_validated` turns it into a one-line ConfigError for every entry point
@@ -54,4 +57,5 @@ class SandboxConfig:
             strict=self.strict,
             read_only=read_only,
             measured_split=measured_split,
+            pin_cpus=self.pin_cpus,
         )

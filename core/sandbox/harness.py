@@ -99,6 +99,9 @@ class Server(SplitRuns, Supervision):
         if self.mode == "init" and os.getpid() != 1:  # the zygote must be the namespace's reaper of orphans
             raise RuntimeError("init mode needs a fresh PID namespace with this server as PID 1")
         self.nproc_base = config["nproc_base"]
+        if config.get("cpu") is not None:  # the trusted and candidate processes talk on one CPU
+            with contextlib.suppress(OSError):  # a CPU gone offline: run anywhere
+                os.sched_setaffinity(0, {config["cpu"]})
         self.native = _load_native(config["native"])
         self.pid = os.getpid()  # the zygote's, once start() has split this process in two
         self.child = 0

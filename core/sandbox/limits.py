@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 
@@ -55,4 +55,6 @@ class SandboxLimits:
         return cls(**dict(values))
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields as a new dict (every one a scalar: no deep copy, which ``asdict`` makes, is
+        needed; this runs once per execution)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -49,7 +49,7 @@ class LocalLauncher:
                 "use backend='bwrap'"
             )
 
-    def spec(self, profile: Profile) -> ServerSpec:
+    def spec(self, profile: Profile, cpu: int | None = None) -> ServerSpec:
         root = tempfile.mkdtemp(prefix="editforge-sandbox-")
         work_dir = os.path.join(root, "work")
         config = {
@@ -64,6 +64,7 @@ class LocalLauncher:
             "read": readable_paths(self.python),
             "write": [root, "/dev/shm", *DEVICES],
             "native": native.built(self.python),
+            "cpu": cpu,
         }
         argv = [self.python, "-I", HARNESS, json.dumps(config)]
         return ServerSpec(argv, sandbox_env(home=work_dir, tmp=work_dir), host_dir=root)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol
 
 from core.sandbox import cgroup
@@ -114,7 +115,7 @@ class ForkServerSandbox:
     code with a raw memory primitive (ctypes) and kernel exploits.
 
     Runs go to ``workers`` servers (default: one per CPU) started at construction; use it as
-    a context manager or call ``close()``.
+    a context manager or call ``close()``. ``pin_cpus``: see `worker_cpus`.
     """
 
     def __init__(
@@ -124,6 +125,7 @@ class ForkServerSandbox:
         workers: int | None = None,
         strict: bool = True,
         measured_split: bool = False,
+        pin_cpus: bool = True,
     ) -> None:
         self.backend = launcher.backend
         self.python: str | None = getattr(launcher, "python", None)  # the interpreter Python runs use
@@ -133,7 +135,8 @@ class ForkServerSandbox:
         use_cgroup = bool(self._cgroups)
         workers = workers or os.cpu_count() or 1
         warm = Profile.of(self.limits, {"split": True, "coverage": measured_split})
-        self._pool = WorkerPool(lambda: Worker(launcher, use_cgroup), workers, warm)
+        cpus: Iterator[int | None] = worker_cpus(workers) if pin_cpus else itertools.repeat(None)
+        self._pool = WorkerPool(lambda: Worker(launcher, use_cgroup, next(cpus)), workers, warm)
         self._finalizer = weakref.finalize(self, self._pool.close)
 
     def run(
@@ -358,6 +361,7 @@ def make_sandbox(
     strict: bool = True,
     read_only: Sequence[str] = (),
     measured_split: bool = False,
+    pin_cpus: bool = True,
 ) -> Sandbox:
     """``"auto"``: bwrap where it works (probed once), else local; ``"bwrap"`` raises SandboxUnavailable
     with the reason and the fix when it cannot run here. ``python``: the interpreter Python runs
@@ -366,13 +370,32 @@ def make_sandbox(
     the declared unverified mode (see ``ForkServerSandbox.run``). ``read_only``: host folders that
     commands need besides the system folders (a toolchain under ~/.rustup, prebuilt libraries),
     which bwrap shows read-only; the local backend shows the whole host anyway. ``measured_split``:
-    most runs will be split runs measured for coverage, so the servers start ready for them."""
+    most runs will be split runs measured for coverage, so the servers start ready for them.
+    ``pin_cpus``: see `worker_cpus`."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown sandbox backend {backend!r}; choose one of {BACKENDS}")
     if backend == "auto":
         backend = "bwrap" if bwrap_available() else "local"
     launcher = BwrapLauncher(python, read_only) if backend == "bwrap" else LocalLauncher(python)
-    return ForkServerSandbox(launcher, limits, workers, strict, measured_split)
+    return ForkServerSandbox(launcher, limits, workers, strict, measured_split, pin_cpus)
+
+
+def worker_cpus(workers: int) -> Iterator[int | None]:
+    """The CPU of each worker in turn, round robin over the CPUs this process may use, where the
+    pool has at least one worker per CPU; None (any CPU) for a smaller pool.
+
+    A split run is a conversation: each of the tests' requests wakes the candidate's process and
+    each answer wakes the trusted one, about 22 round trips per HumanEvalFix problem. A request
+    took 66 microseconds when the two processes sat on different CPUs of a 2-CPU VM (waking a
+    process on another CPU takes an inter-processor interrupt), 21 on one CPU. Pinning a worker's server, and so every process of its runs, to one
+    CPU keeps each conversation on one CPU (docs/sandbox.md, Performance). A smaller pool is left
+    unpinned: several processes with small pools (one per training rank) would all pin to the
+    first CPUs and leave the rest idle; a pool of one worker per CPU spreads evenly whatever
+    other pools do."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if workers < len(cpus):
+        return itertools.repeat(None)
+    return itertools.cycle(cpus)
 
 
 def _check_names(files: Mapping[str, str]) -> None:

@@ -611,20 +611,48 @@ class _Checks:
         return len(self.held - self.failed)
 
 
-class _AssertRewriter(ast.NodeTransformer):
-    """``assert test, msg`` -> ``if not CHECK(i, test): raise AssertionError(msg)``."""
+def _count_asserts(body: list[ast.stmt], count: int = 0) -> int:
+    """``assert test, msg`` -> ``if not CHECK(i, test): raise AssertionError(msg)``, numbered in the
+    order of the text; returns the next number. Only statements are visited (an assert is one, and
+    no expression holds a statement): a test's large literals cost nothing here."""
+    for at, node in enumerate(body):
+        if isinstance(node, ast.Assert):
+            body[at] = _counted(node, count)
+            count += 1
+            continue
+        for name in _BODIES.get(type(node), ()):
+            field = getattr(node, name)
+            for block in [part.body for part in field] if name in ("handlers", "cases") else [field]:
+                count = _count_asserts(block, count)
+    return count
 
-    def __init__(self) -> None:
-        self.count = 0
 
-    def visit_Assert(self, node: ast.Assert) -> ast.stmt:
-        self.generic_visit(node)
-        index = self.count
-        self.count += 1
-        check = ast.Call(ast.Name(CHECK, ast.Load()), [ast.Constant(index), node.test], [])
-        error = ast.Call(ast.Name(FAILURE, ast.Load()), [node.msg] if node.msg else [], [])
-        raised = ast.If(ast.UnaryOp(ast.Not(), check), [ast.Raise(error, None)], [])
-        return ast.copy_location(raised, node)
+def _counted(node: ast.Assert, index: int) -> ast.If:
+    def at(new: ast.AST) -> Any:
+        return ast.copy_location(new, node)
+
+    check = at(ast.Call(at(ast.Name(CHECK, ast.Load())), [at(ast.Constant(index)), node.test], []))
+    error = at(ast.Call(at(ast.Name(FAILURE, ast.Load())), [node.msg] if node.msg else [], []))
+    return at(ast.If(at(ast.UnaryOp(ast.Not(), check)), [at(ast.Raise(error, None))], []))
+
+
+# Each kind of statement that holds statements, and the fields that hold them (lists of
+# statements, or of handlers and match cases, which have a body each).
+_BODIES: dict[type, tuple[str, ...]] = {
+    ast.FunctionDef: ("body",),
+    ast.AsyncFunctionDef: ("body",),
+    ast.ClassDef: ("body",),
+    ast.If: ("body", "orelse"),
+    ast.For: ("body", "orelse"),
+    ast.AsyncFor: ("body", "orelse"),
+    ast.While: ("body", "orelse"),
+    ast.With: ("body",),
+    ast.AsyncWith: ("body",),
+    ast.Try: ("body", "handlers", "orelse", "finalbody"),
+    ast.Match: ("cases",),
+}
+if hasattr(ast, "TryStar"):  # Python 3.11+: try/except*
+    _BODIES[ast.TryStar] = _BODIES[ast.Try]
 
 
 # Process-wide state the tests may set: applied here, then mirrored where the program runs.
@@ -665,13 +693,12 @@ def _mirror_numpy(remote: Remote) -> None:
 
 def compile_tests(tests: str, helpers: str = "") -> tuple[types.CodeType, types.CodeType, int]:
     """The benchmark's helpers' code, the tests' code with every assert statement counted
-    (``_AssertRewriter``), and how many there are. A code object holds no state: the trusted
+    (``_count_asserts``), and how many there are. A code object holds no state: the trusted
     process compiles each text once and reuses it."""
     helpers_code = compile(helpers, "<benchmark helpers>", "exec", dont_inherit=True)
     tree = ast.parse(tests, TESTS_FILE)
-    rewriter = _AssertRewriter()
-    tree = ast.fix_missing_locations(rewriter.visit(tree))
-    return helpers_code, compile(tree, TESTS_FILE, "exec", dont_inherit=True), rewriter.count
+    count = _count_asserts(tree.body)
+    return helpers_code, compile(tree, TESTS_FILE, "exec", dont_inherit=True), count
 
 
 def run(

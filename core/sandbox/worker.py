@@ -72,7 +72,7 @@ class ServerSpec:
 class Launcher(Protocol):
     backend: str
 
-    def spec(self, profile: Profile) -> ServerSpec: ...
+    def spec(self, profile: Profile, cpu: int | None = None) -> ServerSpec: ...
 
 
 def sandbox_env(home: str, tmp: str) -> dict[str, str]:
@@ -99,9 +99,10 @@ class Worker:
     host closes it (or dies), the server kills what is left of its run and exits.
     """
 
-    def __init__(self, launcher: Launcher, use_cgroup: bool) -> None:
+    def __init__(self, launcher: Launcher, use_cgroup: bool, cpu: int | None = None) -> None:
         self._launcher = launcher
         self._use_cgroup = use_cgroup
+        self._cpu = cpu  # the CPU its server and every process of its runs stay on (None: any)
         self._cgroup: Cgroup | None = None
         self._proc: subprocess.Popen | None = None
         self._channel: socket.socket | None = None
@@ -114,7 +115,7 @@ class Worker:
         self.stop()
         if self._use_cgroup and self._cgroup is None:
             self._cgroup = Cgroup.create()
-        self._spec = self._launcher.spec(profile)
+        self._spec = self._launcher.spec(profile, self._cpu)
         self._profile = profile
         argv = self._cgroup.wrap(self._spec.argv) if self._cgroup else self._spec.argv
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the server; closed in stop())

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import json
+import os
 import time
 
 import pytest
@@ -14,6 +17,7 @@ from core.sandbox import (
     bwrap_available,
     make_sandbox,
 )
+from core.sandbox.sandbox import worker_cpus
 
 LIMITS = SandboxLimits(timeout_s=5.0, memory_mb=512, max_output_bytes=10_000, disk_mb=64)
 BACKENDS = [
@@ -173,6 +177,41 @@ def test_run_many_runs_in_parallel(sandbox):
     elapsed = time.monotonic() - started
     assert all(r.passed for r in results)
     assert elapsed < 2.0, f"6 x 0.5 s on 3 workers took {elapsed:.2f} s (3 s if sequential)"
+
+
+AFFINITY = "import os\nprint(json.dumps(sorted(os.sched_getaffinity(0))))\n"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("split", [True, False], ids=["split", "in_process"])
+def test_each_worker_keeps_every_process_of_its_runs_on_one_cpu(backend, split):
+    """A pool of a worker per CPU: the program's process and, in a split run, the tests' trusted
+    process both stay on their worker's one CPU, each a CPU this process may use."""
+    cpus = sorted(os.sched_getaffinity(0))
+    program = "import json\n" + AFFINITY + "def cpus():\n    return sorted(os.sched_getaffinity(0))\n"
+    tests = "import os\nassert cpus() == sorted(os.sched_getaffinity(0))\nassert len(cpus()) == 1\n"
+    with make_sandbox(backend, limits=LIMITS, workers=len(cpus)) as sb:
+        results = sb.run_many([(program, tests)] * (3 * len(cpus)), split=split)
+    assert all(r.passed and r.mode == ("split" if split else "in_process") for r in results), results
+    seen = {tuple(json.loads(r.stdout)) for r in results}
+    assert all(len(one) == 1 and one[0] in cpus for one in seen), seen
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_unpinned_runs_may_use_every_cpu(backend):
+    cpus = sorted(os.sched_getaffinity(0))
+    with make_sandbox(backend, limits=LIMITS, workers=len(cpus), pin_cpus=False) as sb:
+        result = sb.run("import json\n" + AFFINITY)
+    assert result.passed, result
+    assert json.loads(result.stdout) == cpus
+
+
+def test_workers_go_round_robin_over_the_cpus_only_where_there_is_one_per_cpu():
+    cpus = sorted(os.sched_getaffinity(0))
+    assert list(itertools.islice(worker_cpus(len(cpus)), 2 * len(cpus))) == cpus * 2
+    assert list(itertools.islice(worker_cpus(len(cpus) + 1), len(cpus) + 1)) == [*cpus, cpus[0]]
+    if len(cpus) > 1:  # a smaller pool (one of several processes' pools) is left to the kernel
+        assert set(itertools.islice(worker_cpus(len(cpus) - 1), 5)) == {None}
 
 
 def test_run_command_shell_script(sandbox):
