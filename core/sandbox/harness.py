@@ -174,7 +174,8 @@ class Server(SplitRuns, Supervision):
         if self.filtered:  # no run signals the server or the zygote, nor everyone at once
             self.confine.install_filter(self.seccomp.protect(machine, (pid, self.pid)))
         self.confine.drop_capabilities()  # the zygote only forks: the server alone keeps CAP_SYS_ADMIN
-        zygote = zygote_module.Zygote(pid, zygote_end, functools.partial(become_run, self))
+        zygote = zygote_module.Zygote(pid, zygote_end, functools.partial(become_run, self), self.native)
+        os.close(signal.set_wakeup_fd(-1))  # its loop reads SIGCHLD from a signalfd
         os.close(self.wake_r)
         zygote.loop()
 

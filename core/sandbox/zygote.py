@@ -12,8 +12,10 @@ splits in two before it reads any job:
 - the **server** (``harness.Server.serve``) talks to the host, supervises runs, forks the trusted
   test process of split runs itself (trusted code only), and renews the scratch folders.
 
-A run's own texts travel to its process in a memfd that only that process reads. Messages are
-JSON on a ``SOCK_SEQPACKET`` socket pair. Standard library only.
+A run's own texts travel to its process in a memfd that only that process reads. Messages go on
+a ``SOCK_SEQPACKET`` socket pair: from the server ``F`` and a JSON job (with the run's descriptors)
+or ``E`` (end the run), JSON back. Standard library only (and the sandbox's own C module, whose
+``zygote_serve`` is the loop).
 """
 
 from __future__ import annotations
@@ -21,13 +23,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
 import signal
 import socket
 import struct
 from collections.abc import Callable
 
-MAX_FDS = 16
 _SIZES = struct.Struct("<II")  # a payload text's name and text, in bytes
 _MESSAGE = 1 << 16
 
@@ -55,104 +55,46 @@ def _children() -> list[int]:
 
 
 class Zygote:
-    """The zygote's loop. ``start_run(meta, fds)`` runs in each fork and never returns."""
+    """The zygote. Its loop is ``native.zygote_serve`` (``_editforge_sys.c``): between runs it runs
+    no Python, so it writes almost none of the pages it shares with the run's process (each such
+    write is a copy-on-write fault while that process lives). ``start_run(job, fds)`` runs in each
+    fork and never returns."""
 
-    def __init__(self, server_pid: int, sock: socket.socket, start_run: Callable[[dict, dict], None]) -> None:
-        self.server_pid, self.sock, self.start_run = server_pid, sock, start_run
-        self.run_pid = 0
-        self.run_status: int | None = None
-        self.wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        signal.set_wakeup_fd(wake_w)
-        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    def __init__(
+        self, server_pid: int, sock: socket.socket, start_run: Callable[[dict, dict], None], native
+    ) -> None:
+        self.server_pid, self.sock, self.start_run, self.native = server_pid, sock, start_run, native
 
     def loop(self) -> None:
-        """Serve the server until it exits; then kill what is left and return."""
-        poller = select.poll()
-        poller.register(self.sock.fileno(), select.POLLIN)
-        poller.register(self.wake_r, select.POLLIN)
+        """Serve the server until it exits; then kill what is left and return. In each run's
+        process (a fork inside the loop) start the run instead."""
         try:
-            while True:
-                for fd, _ in poller.poll():
-                    if fd == self.wake_r:
-                        with contextlib.suppress(BlockingIOError):
-                            os.read(self.wake_r, 512)
-                        if self._reap():
-                            return
-                        continue
-                    try:
-                        data, fds, _, _ = socket.recv_fds(self.sock, _MESSAGE, MAX_FDS)
-                    except OSError:
-                        return
-                    if not data:
-                        return
-                    self._handle(json.loads(data), fds)
+            request = self.native.zygote_serve(self.sock.fileno(), self.server_pid)
+        except BaseException:
+            self._kill_runs()
+            raise
+        if request is None:  # the server is gone
+            self._kill_runs()
+            return
+        try:  # the run's process
+            body, fds = request
+            message = json.loads(body)
+            self.sock.close()
+            self.start_run(message["job"], dict(zip(message["fds"], fds, strict=True)))
         finally:
-            self._kill_runs(keep_server=False)
+            os._exit(70)  # start_run never returns
 
-    def _handle(self, message: dict, fds: list[int]) -> None:
-        if message["op"] == "fork":
-            names = message["fds"]
-            pid = os.fork()
-            if pid == 0:
-                self.sock.close()
-                os.close(self.wake_r)
-                signal.set_wakeup_fd(-1)
-                self.start_run(message["job"], dict(zip(names, fds, strict=True)))
-                os._exit(70)  # start_run never returns
-            for fd in fds:
-                os.close(fd)
-            self.run_pid, self.run_status = pid, None
-            self._send({"pid": pid})
-        elif message["op"] == "end":
-            self._kill_runs(keep_server=True)
-            status, self.run_pid, self.run_status = self.run_status, 0, None
-            self._send({"ended": True, "status": status})
-
-    def _reap(self) -> bool:
-        """Reap what exited; True when the server itself is gone."""
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return True
-            if pid == 0:
-                return False
-            if pid == self.server_pid:
-                return True
-            if pid == self.run_pid and self.run_status is None:
-                self.run_status = status
-                with contextlib.suppress(OSError):
-                    self._send({"exited": status})
-
-    def _kill_runs(self, keep_server: bool) -> None:
-        """Kill and reap every process but the server: orphans of a run reparent here (PID 1 or
+    def _kill_runs(self) -> None:
+        """Kill and reap every process left: orphans of the runs reparent here (PID 1 or
         subreaper), so repeating until none is left reaches all of them, setsid() or not."""
-        if self.run_pid:  # most of a run's processes share its process group: one call
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.run_pid, signal.SIGKILL)
-        while True:
-            others = [pid for pid in _children() if not (keep_server and pid == self.server_pid)]
-            if not others:
-                return
+        while others := _children():
             for pid in others:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
-            flags = 0  # block for one of those just killed, then take whatever else is ready
-            while True:
-                try:
-                    pid, status = os.waitpid(-1, flags)
-                except ChildProcessError:
-                    return
-                if pid == 0:
-                    break
-                flags = os.WNOHANG
-                if pid == self.run_pid and self.run_status is None:
-                    self.run_status = status
-                if pid == self.server_pid and keep_server:
-                    return
-
-    def _send(self, message: dict) -> None:
-        self.sock.send(json.dumps(message).encode())
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(-1, 0)  # one of those just killed, then whatever else is ready
+                while os.waitpid(-1, os.WNOHANG)[0]:
+                    pass
 
 
 class ZygoteClient:
@@ -171,9 +113,7 @@ class ZygoteClient:
         names = list(fds)
         try:
             socket.send_fds(
-                self.sock,
-                [json.dumps({"op": "fork", "job": job, "fds": names}).encode()],
-                [fds[n] for n in names],
+                self.sock, [b"F" + json.dumps({"job": job, "fds": names}).encode()], [fds[n] for n in names]
             )
         except OSError as exc:
             raise ZygoteGone(f"cannot reach the zygote: {exc}") from None
@@ -191,7 +131,7 @@ class ZygoteClient:
     def end(self) -> int | None:
         """Kill every process of the run; the exit status of the run's process (None: it had none)."""
         try:
-            self.sock.send(json.dumps({"op": "end"}).encode())
+            self.sock.send(b"E")
         except OSError as exc:
             raise ZygoteGone(f"cannot reach the zygote: {exc}") from None
         message = self._expect("ended")

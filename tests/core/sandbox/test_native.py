@@ -29,6 +29,7 @@ OFFERED = {
     "ipc_remove",
     "ipc_in_use",
     "guard_forks",
+    "zygote_serve",  # (socket fd, server pid): the zygote's loop; forks, as os.fork does
 }
 
 
@@ -86,6 +87,79 @@ def test_the_fork_guard_zeroes_the_nonce_and_closes_the_pipe_in_forks_only_and_a
         timeout=120,
     )
     assert done.returncode == 0 and done.stdout.strip() == "guarded", done.stderr
+
+
+ZYGOTE = """
+import json, os, socket, time
+from core.sandbox import native
+module = native.load()
+module.prctl_set(36, 1)  # PR_SET_CHILD_SUBREAPER, as on the local backend: orphans come here
+zygote_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+zygote = os.getpid()
+server = os.fork()
+if server == 0:  # the server's side, as zygote.ZygoteClient speaks it
+    zygote_end.close()
+
+    def ask(message, fds=()):
+        socket.send_fds(server_end, [message], list(fds))
+        for fd in fds:
+            os.close(fd)
+
+    def answer():
+        return json.loads(server_end.recv(1 << 16))
+
+    def others():  # the zygote's children but this server
+        with open(f"/proc/{zygote}/task/{zygote}/children") as f:
+            return [int(pid) for pid in f.read().split() if int(pid) != os.getpid()]
+
+    for code, daemon in ((3, False), (0, True)):
+        r, w = os.pipe()
+        ask(b"F" + json.dumps({"code": code, "daemon": daemon}).encode(), [w])
+        pid = answer()["pid"]
+        assert json.loads(os.read(r, 100)) == {"code": code, "daemon": daemon}
+        assert os.waitstatus_to_exitcode(answer()["exited"]) == code
+        if daemon:
+            time.sleep(0.2)  # the orphan is the zygote's now
+            assert others(), "the setsid() orphan did not reach the zygote"
+        ask(b"E")
+        ended = answer()
+        assert ended["ended"] and os.waitstatus_to_exitcode(ended["status"]) == code, ended
+        assert others() == [], f"processes outlived their run: {others()}"
+    ask(b"F" + json.dumps({"code": 0, "daemon": False}).encode())  # no descriptor: an empty list
+    answer(), answer()
+    ask(b"E")
+    answer()
+    ask(b"E")  # between runs: nothing to kill, no status
+    assert answer() == {"ended": True, "status": None}
+    print("served", flush=True)
+    os._exit(0)  # the zygote's loop ends once its server is gone
+server_end.close()
+request = module.zygote_serve(zygote_end.fileno(), server)
+if request is not None:  # a run's process
+    zygote_end.close()
+    body, fds = request
+    job = json.loads(body)
+    if fds:
+        os.write(fds[0], json.dumps(job).encode())
+    if job["daemon"] and os.fork() == 0:
+        os.setsid()
+        time.sleep(60)  # an orphan the end of the run must kill
+    os._exit(job["code"])
+"""
+
+
+def test_the_zygote_loop_forks_reports_exits_and_kills_every_process_of_a_run():
+    """The zygote's loop in C (zygote.py), spoken to as the server speaks to it: each fork gets the
+    job's text and descriptors, its exit status is reported, the end of a run kills a setsid()
+    orphan too, and the loop ends once the server is gone."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(ZYGOTE)],
+        cwd=Path(native.__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "served", done.stderr
 
 
 def test_it_is_built_once_per_source_and_interpreter(tmp_path, monkeypatch):
