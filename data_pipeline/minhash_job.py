@@ -33,11 +33,12 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 from datasets import Dataset
 from numba import njit
 
@@ -45,8 +46,13 @@ from core.minhash_config import MinHashConfig
 from core.neardup import lsh
 from core.neardup.clusters import representatives, roots, union_edges
 from core.neardup.dedup import sets_csr
-from core.neardup.minhash import minhash_signatures
-from data_pipeline.dedup_text import TEXT_COLUMNS, dedup_texts
+from core.neardup.minhash import (
+    minhash_signatures,
+    reads_utf8_as_is,
+    utf8_shingle_set_csr,
+    utf8_signatures,
+)
+from data_pipeline.dedup_text import TEXT_COLUMNS, dedup_texts, utf8_dedup_texts
 from data_pipeline.executors import Executor
 from data_pipeline.shards import (
     ArrowSource,
@@ -101,7 +107,7 @@ def signature_task(
     keys = np.empty((bands, stop - start), dtype=np.uint64)
     sigs = np.empty((stop - start, cfg.num_perm), dtype=np.uint64) if cfg.exact_check else None
     for k, table in enumerate(batches(source, start, stop, batch_rows, TEXT_COLUMNS[text])):
-        batch = minhash_signatures(dedup_texts(table.to_pydict(), text), cfg)
+        batch = _signatures(table, text, cfg)
         keys[:, k * batch_rows : k * batch_rows + len(batch)] = lsh.band_keys(batch, bands, rows)
         if sigs is not None:
             sigs[k * batch_rows : k * batch_rows + len(batch)] = batch
@@ -219,15 +225,53 @@ def sets_task(
     source, prefix = ArrowSource.from_dict(src), Path(task["prefix"])
     offsets, total = [np.zeros(1, dtype=np.int64)], 0
     with RawWriter(prefix.with_suffix(".hashes.bin")) as out:
-        for lo in range(0, len(docs), batch_rows):
-            table = take_rows(source, docs[lo : lo + batch_rows], TEXT_COLUMNS[text])
-            batch_offsets, hashes = sets_csr(dedup_texts(table.to_pydict(), text), cfg)
+        for batch_offsets, hashes in _shingle_sets(source, docs, start, stop, text, cfg, batch_rows):
             out.write(hashes)
             offsets.append(batch_offsets[1:] + total)
             total += len(hashes)
     save_array(prefix.with_suffix(".offsets.npy"), np.concatenate(offsets))
     save_array(prefix.with_suffix(".docs.npy"), docs)
     return {"documents": len(docs)}
+
+
+def _signatures(table: pa.Table, text: str, cfg: MinHashConfig) -> np.ndarray:
+    """The signatures of a batch's dedup texts, read in place from Arrow where the config allows."""
+    encoded = utf8_dedup_texts(table, text) if reads_utf8_as_is(cfg) else None
+    if encoded is None:
+        return minhash_signatures(dedup_texts(table.to_pydict(), text), cfg)
+    return np.concatenate(
+        [np.empty((0, cfg.num_perm), np.uint64), *(utf8_signatures(t, cfg) for t in encoded)]
+    )
+
+
+def _shingle_sets(
+    source: ArrowSource,
+    docs: np.ndarray,
+    start: int,
+    stop: int,
+    text: str,
+    cfg: MinHashConfig,
+    batch_rows: int,
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """CSR shingle sets of the ascending global `docs` (all in rows [start, stop)), in order: read in
+    place, batch after batch of the shard, where the config allows; else taken row by row."""
+    if not reads_utf8_as_is(cfg) or text != "edit":
+        for lo in range(0, len(docs), batch_rows):
+            table = take_rows(source, docs[lo : lo + batch_rows], TEXT_COLUMNS[text])
+            yield sets_csr(dedup_texts(table.to_pydict(), text), cfg)
+        return
+    for lo in range(start, stop, batch_rows):
+        hi = min(lo + batch_rows, stop)
+        wanted = docs[(docs >= lo) & (docs < hi)] - lo
+        if not len(wanted):
+            continue
+        table = read_rows(source, lo, hi, TEXT_COLUMNS[text])
+        encoded = utf8_dedup_texts(table, text, wanted)
+        if encoded is None:  # a null text: dedup_texts says what is wrong
+            yield sets_csr(dedup_texts(table.take(wanted).to_pydict(), text), cfg)
+            continue
+        for part in encoded:
+            yield utf8_shingle_set_csr(part, cfg.ngram)
 
 
 def _gather_sets(

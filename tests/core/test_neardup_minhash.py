@@ -8,7 +8,7 @@ import pytest
 from neardup_corpus import corpus
 
 from core.minhash_config import MinHashConfig
-from core.neardup.minhash import minhash_signatures, shingle_sets
+from core.neardup.minhash import _distinct_mixed, minhash_signatures, shingle_sets
 from core.shingles import shingle_hash, shingles, tokenize
 
 
@@ -58,6 +58,36 @@ def test_signatures_equal_datasketch_minhash(text, tokens, lowercase):
     ours = minhash_signatures([text], cfg)
     assert ours.dtype == np.uint64 and ours.shape == (1, cfg.num_perm)
     np.testing.assert_array_equal(ours[0], m.hashvalues)
+
+
+def test_a_batch_of_real_code_gives_each_text_datasketch_signature():
+    """One kernel call over many documents: nothing of one document's repeats reaches the next."""
+    cfg = MinHashConfig()
+    texts = corpus()[1][:40] + TEXTS
+    ours = minhash_signatures(texts, cfg)
+    for text, signature in zip(texts, ours, strict=True):
+        m = datasketch.MinHash(num_perm=cfg.num_perm, seed=cfg.seed, hashfunc=shingle_hash, scheme=cfg.scheme)
+        m.update_batch(shingles(text, cfg.ngram))
+        np.testing.assert_array_equal(signature, m.hashvalues)
+
+
+def _fmix64(h: int) -> int:
+    mask = (1 << 64) - 1
+    h = ((h ^ (h >> 33)) * 0xFF51AFD7ED558CCD) & mask
+    h = ((h ^ (h >> 33)) * 0xC4CEB9FE1A85EC53) & mask
+    return h ^ (h >> 33)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 300])
+def test_repeated_shingles_reach_the_permutations_once(n):
+    """Repeats (and 0, the table's empty marker, whose mix is 0) leave one mixed copy each."""
+    rng = np.random.default_rng(n)
+    values = rng.integers(0, 2**64, max(1, n // 3), dtype=np.uint64, endpoint=False)
+    hashes = np.concatenate([rng.choice(values, n), np.zeros(2 if n else 0, dtype=np.uint64)])
+    table = np.empty(1024, dtype=np.uint64)
+    expected = {_fmix64(int(h)) for h in hashes}
+    m = _distinct_mixed(hashes, len(hashes), table)  # in place
+    assert m == len(expected) and set(hashes[:m].tolist()) == expected
 
 
 @pytest.mark.parametrize("tokens, lowercase", TOKENIZATIONS)

@@ -5,14 +5,22 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
+import pyarrow as pa
 import pytest
 from datasets import Dataset
 from neardup_corpus import corpus
 
 from core.minhash_config import MinHashConfig
 from core.neardup.dedup import find_duplicates
-from core.neardup.minhash import minhash_signatures
-from data_pipeline.dedup_text import dedup_texts
+from core.neardup.minhash import (
+    Utf8Texts,
+    minhash_signatures,
+    shingle_set_csr,
+    utf8_shingle_set_csr,
+    utf8_signatures,
+)
+from data_pipeline.dedup_text import dedup_texts, utf8_dedup_texts
 from data_pipeline.executors import LocalExecutor
 from data_pipeline.filters import filter_batch
 from data_pipeline.minhash_job import run_minhash_dedup
@@ -31,10 +39,10 @@ def _rows() -> Dataset:
     )
 
 
-def _expected(cfg: MinHashConfig) -> list[str]:
+def _expected(cfg: MinHashConfig, text: str = "edit") -> list[str]:
     """What the in-memory path keeps of the same rows."""
     rows = _rows()
-    texts = dedup_texts(rows.to_dict(), "edit")
+    texts = dedup_texts(rows.to_dict(), text)
     result = find_duplicates(rows["id"], minhash_signatures(texts, cfg), cfg, texts)
     return [i for i, k in zip(rows["id"], result.keep, strict=True) if k]
 
@@ -62,6 +70,57 @@ def test_sharded_job_keeps_what_the_in_memory_path_keeps(tmp_path, cfg):
     assert (counts["estimates"] > 0) == cfg.exact_check
     assert (counts["exact_checks"] > counts["checks_rejected"] > 0) == (cfg.num_perm == 16)
     assert kept.column_names == _rows().column_names
+
+
+@pytest.mark.parametrize(
+    "cfg, text",
+    [(MinHashConfig(tokens="words", lowercase=True), "edit"), (MinHashConfig(), "formatted")],
+    ids=["words-lowercase", "formatted"],
+)
+def test_texts_arrow_cannot_give_as_they_are_go_through_python(tmp_path, cfg, text):
+    """Lower-cased or word tokens, or the formatted text: the signatures are not read from Arrow's
+    bytes (see utf8_dedup_texts), and the job still keeps what the in-memory path keeps."""
+    kept, counts = run_minhash_dedup(_rows(), cfg, text, LocalExecutor(**SMALL), tmp_path / "work")
+    assert kept["id"] == _expected(cfg, text) and counts["clusters"] > 0
+
+
+def _texts_of(part: Utf8Texts) -> list[str]:
+    return [bytes(part.buf[part.starts[i] : part.ends[i]]).decode() for i in range(len(part))]
+
+
+def test_arrow_gives_the_edit_texts_bytes_for_bytes_and_picks_rows_by_their_ranges():
+    before = ["def f(x):\n    return 1", "", "ünï — x = 1  # 日本", "a b c d e f " * 6000, "z"]
+    after = ["def f(x):\n    return 2", "", "y", "", "\n"]
+    tables = [
+        pa.Table.from_batches(  # two record batches: texts are read batch by batch
+            [
+                pa.record_batch({"before": pa.array(before[:2], kind), "after": pa.array(after[:2], kind)}),
+                pa.record_batch({"before": pa.array(before[2:], kind), "after": pa.array(after[2:], kind)}),
+            ]
+        )
+        for kind in (pa.string(), pa.large_string())
+    ]
+    cfg = MinHashConfig()
+    parts = [part for t in tables for part in (t, t.slice(1, 3), t.slice(4, 1), t.slice(0, 0))]
+    for part in parts:
+        for rows in (None, np.array([0, 2]) if part.num_rows > 2 else None):
+            encoded = utf8_dedup_texts(part, "edit", rows)
+            texts = dedup_texts((part.take(rows) if rows is not None else part).to_pydict(), "edit")
+            assert sum((_texts_of(p) for p in encoded), []) == texts
+            signatures = [utf8_signatures(p, cfg) for p in encoded]
+            assert (
+                np.concatenate([np.empty((0, cfg.num_perm), np.uint64), *signatures])
+                == minhash_signatures(texts, cfg)
+            ).all()
+            sets = [utf8_shingle_set_csr(p, cfg.ngram) for p in encoded]
+            hashes = np.concatenate([np.empty(0, np.uint64), *(h for _, h in sets)])
+            assert (hashes == shingle_set_csr(texts, cfg.ngram)[1]).all()
+    with_null = pa.table({"before": ["a", None], "after": ["b", "c"]})
+    assert utf8_dedup_texts(with_null, "edit") is None  # dedup_texts raises on it, as before
+    assert (
+        utf8_dedup_texts(pa.table({"before": ["a"], "after": ["b"], "instruction": ["i"]}), "formatted")
+        is None
+    )
 
 
 def test_process_pool_gives_the_same_output(tmp_path):
