@@ -77,16 +77,22 @@ print("guarded")
 """
 
 
-def test_the_fork_guard_zeroes_the_nonce_and_closes_the_pipe_in_forks_only_and_arms_once():
-    """In a process of its own: once armed, the guard acts in every fork of that process."""
+def _in_own_process(script: str) -> str:
+    """What ``script`` prints, run in a fresh interpreter from the repository (it must succeed)."""
     done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(FORK_GUARD)],
+        [sys.executable, "-c", textwrap.dedent(script)],
         cwd=Path(native.__file__).resolve().parents[2],
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert done.returncode == 0 and done.stdout.strip() == "guarded", done.stderr
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_the_fork_guard_zeroes_the_nonce_and_closes_the_pipe_in_forks_only_and_arms_once():
+    """In a process of its own: once armed, the guard acts in every fork of that process."""
+    assert _in_own_process(FORK_GUARD) == "guarded"
 
 
 ZYGOTE = """
@@ -152,14 +158,7 @@ def test_the_zygote_loop_forks_reports_exits_and_kills_every_process_of_a_run():
     """The zygote's loop in C (zygote.py), spoken to as the server speaks to it: each fork gets the
     job's text and descriptors, its exit status is reported, the end of a run kills a setsid()
     orphan too, and the loop ends once the server is gone."""
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(ZYGOTE)],
-        cwd=Path(native.__file__).resolve().parents[2],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0 and done.stdout.strip() == "served", done.stderr
+    assert _in_own_process(ZYGOTE) == "served"
 
 
 def test_it_is_built_once_per_source_and_interpreter(tmp_path, monkeypatch):
