@@ -68,9 +68,12 @@ class Zygote:
     def loop(self) -> None:
         """Serve the server until it exits; then kill what is left and return. In each run's
         process (a fork inside the loop) start the run instead."""
+        zygote = os.getpid()
         try:
             request = self.native.zygote_serve(self.sock.fileno(), self.server_pid)
         except BaseException:
+            if os.getpid() != zygote:  # a run's process that failed before it began
+                os._exit(70)
             self._kill_runs()
             raise
         if request is None:  # the server is gone
