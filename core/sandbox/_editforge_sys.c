@@ -431,6 +431,7 @@ static PyObject *zygote_serve(PyObject *self, PyObject *args) {
             }
             int error = errno;
             PyOS_AfterFork_Parent();
+            memset(message, 0, (size_t)size); /* the next run's process finds no job before its own */
             for (int i = 0; i < nfds; i++) close(fds[i]);
             if (pid < 0) {
                 errno = error;
@@ -443,6 +444,7 @@ static PyObject *zygote_serve(PyObject *self, PyObject *args) {
             snprintf(text, sizeof text, "{\"pid\": %d}", (int)pid);
             if (zygote_say(sock, text) < 0) break;
         } else if (message[0] == 'E') {
+            memset(message, 0, (size_t)size);
             for (int i = 0; i < nfds; i++) close(fds[i]);
             if (zygote_kill_runs(server, &run) < 0) break;
             char text[64];
