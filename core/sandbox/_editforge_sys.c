@@ -366,7 +366,7 @@ static int zygote_reap(int sock, pid_t server, struct zygote_run *run) {
 }
 
 /* (socket fd, server pid) -> (request JSON, [descriptors]) in each forked run's process; None in
- * the zygote once the server is gone. SIGCHLD is blocked and read from a signalfd meanwhile; the
+ * the zygote once the server is gone, every process left killed and reaped. SIGCHLD is blocked and read from a signalfd meanwhile; the
  * run's process gets the signal mask back. */
 static PyObject *zygote_serve(PyObject *self, PyObject *args) {
     int sock;
@@ -393,8 +393,9 @@ static PyObject *zygote_serve(PyObject *self, PyObject *args) {
         }
         if (ready[1].revents) {
             struct signalfd_siginfo info;
-            while (read(sfd, &info, sizeof info) > 0) {
-            }
+            ssize_t got;
+            do got = read(sfd, &info, sizeof info); /* drained: the reap below takes every exit */
+            while (got > 0);
             if (zygote_reap(sock, server, &run) < 0) break;
         }
         if (!ready[0].revents) continue;
@@ -460,6 +461,7 @@ static PyObject *zygote_serve(PyObject *self, PyObject *args) {
             break; /* not our protocol: the server is broken; end as if it were gone */
         }
     }
+    zygote_kill_runs(0, &run); /* the loop is over: nothing of any run outlives it (pid 0: no server to keep) */
     close(sfd);
     sigprocmask(SIG_SETMASK, &saved, NULL);
     if (result == NULL && PyErr_Occurred()) return NULL;

@@ -20,10 +20,8 @@ or ``E`` (end the run), JSON back. Standard library only (and the sandbox's own 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import socket
 import struct
 from collections.abc import Callable
@@ -34,24 +32,6 @@ _MESSAGE = 1 << 16
 
 class ZygoteGone(Exception):
     """The zygote died or broke its protocol (a program killed it, on the local backend)."""
-
-
-def _children() -> list[int]:
-    me = os.getpid()
-    # kernels without CONFIG_PROC_CHILDREN: scan /proc
-    with contextlib.suppress(FileNotFoundError), open(f"/proc/{me}/task/{me}/children") as f:
-        return [int(pid) for pid in f.read().split()]
-    children = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                if int(f.read().rpartition(")")[2].split()[1]) == me:
-                    children.append(int(name))
-        except (OSError, ValueError, IndexError):
-            continue
-    return children
 
 
 class Zygote:
@@ -66,18 +46,16 @@ class Zygote:
         self.server_pid, self.sock, self.start_run, self.native = server_pid, sock, start_run, native
 
     def loop(self) -> None:
-        """Serve the server until it exits; then kill what is left and return. In each run's
-        process (a fork inside the loop) start the run instead."""
+        """Serve the server until it exits (the loop then kills what is left) and return. In each
+        run's process (a fork inside the loop) start the run instead."""
         zygote = os.getpid()
         try:
             request = self.native.zygote_serve(self.sock.fileno(), self.server_pid)
         except BaseException:
             if os.getpid() != zygote:  # a run's process that failed before it began
                 os._exit(70)
-            self._kill_runs()
             raise
         if request is None:  # the server is gone
-            self._kill_runs()
             return
         try:  # the run's process
             body, fds = request
@@ -86,18 +64,6 @@ class Zygote:
             self.start_run(message["job"], dict(zip(message["fds"], fds, strict=True)))
         finally:
             os._exit(70)  # start_run never returns
-
-    def _kill_runs(self) -> None:
-        """Kill and reap every process left: orphans of the runs reparent here (PID 1 or
-        subreaper), so repeating until none is left reaches all of them, setsid() or not."""
-        while others := _children():
-            for pid in others:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(-1, 0)  # one of those just killed, then whatever else is ready
-                while os.waitpid(-1, os.WNOHANG)[0]:
-                    pass
 
 
 class ZygoteClient:

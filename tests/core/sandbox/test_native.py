@@ -148,10 +148,15 @@ if server == 0:  # the server's side, as zygote.ZygoteClient speaks it
     answer()
     ask(b"E")  # between runs: nothing to kill, no status
     assert answer() == {"ended": True, "status": None}
+    ask(b"F" + json.dumps({"code": 0, "daemon": True}).encode())  # a run still going when the server goes
+    answer()
     print("served", flush=True)
     os._exit(0)  # the zygote's loop ends once its server is gone
 server_end.close()
 request = module.zygote_serve(zygote_end.fileno(), server)
+if request is None:  # the loop is over: it killed and reaped every process it had
+    with open(f"/proc/{zygote}/task/{zygote}/children") as f:
+        assert not f.read().split(), "a run's process outlived the zygote's loop"
 if request is not None:  # a run's process
     zygote_end.close()
     body, fds = request
