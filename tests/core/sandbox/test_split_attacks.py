@@ -13,6 +13,7 @@ kept from one run for the next, the protocol boundary; and controls (correct pro
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import shutil
@@ -135,6 +136,54 @@ HIDDEN_VISIT = program("""
             seen.append(v)
         candidate([3, -1, 2], visit)
         assert seen == [3, 2]
+    check(f)
+""")
+# the same callback, its assertion deep in statements the trusted side counts asserts in (a `with`
+# in a `for ... else`, a `match` case, a `try ... finally` in a method): an assert left uncounted
+# would be one the program could swallow
+HIDDEN_VISIT_IN_WITH = program("""
+    import contextlib
+    def check(candidate):
+        seen = []
+        def visit(v):
+            for _ in range(1):
+                pass
+            else:
+                with contextlib.nullcontext():
+                    assert v >= 0, "visit must only see non-negative values"
+            seen.append(v)
+        candidate([3, -1, 2], visit)
+        assert seen == [3, 2]
+    check(f)
+""")
+HIDDEN_VISIT_IN_MATCH = program("""
+    def check(candidate):
+        seen = []
+        def visit(v):
+            match v:
+                case int():
+                    if v < 100:
+                        assert v >= 0, "visit must only see non-negative values"
+            seen.append(v)
+        candidate([3, -1, 2], visit)
+        assert seen == [3, 2]
+    check(f)
+""")
+HIDDEN_VISIT_IN_METHOD_TRY = program("""
+    class Visitor:
+        def __init__(self):
+            self.seen = []
+        def __call__(self, v):
+            try:
+                while True:
+                    assert v >= 0, "visit must only see non-negative values"
+                    break
+            finally:
+                self.seen.append(v)
+    def check(candidate):
+        visit = Visitor()
+        candidate([3, -1, 2], lambda v: visit(v))
+        assert [v for v in visit.seen if v >= 0] == [3, 2]
     check(f)
 """)
 # HumanEval's float checks (HumanEval/2, /4): abs(candidate(x) - expected) < 1e-6
@@ -654,7 +703,19 @@ FORKS_AND_LIES = {
     "callback_assertion_swallowed": (SWALLOWS_CALLBACK_ASSERTION, HIDDEN_VISIT, True),
     "callback_assertion_swallowed_as_base_exception": (SWALLOWS_CALLBACK_BASE_EXCEPTION, HIDDEN_VISIT, True),
     "callback_assertion_rethrown_as_a_subclass": (SWALLOWS_AS_ASSERTION_SUBCLASS, HIDDEN_VISIT, True),
+    "callback_assertion_in_for_else_with_swallowed": (
+        SWALLOWS_CALLBACK_ASSERTION,
+        HIDDEN_VISIT_IN_WITH,
+        True,
+    ),
+    "callback_assertion_in_match_case_swallowed": (SWALLOWS_CALLBACK_ASSERTION, HIDDEN_VISIT_IN_MATCH, True),
+    "callback_assertion_in_method_try_swallowed": (
+        SWALLOWS_CALLBACK_ASSERTION,
+        HIDDEN_VISIT_IN_METHOD_TRY,
+        True,
+    ),
 }
+CALLBACK_TESTS = (HIDDEN_VISIT, HIDDEN_VISIT_IN_WITH, HIDDEN_VISIT_IN_MATCH, HIDDEN_VISIT_IN_METHOD_TRY)
 
 
 @pytest.mark.parametrize(("text", "tests", "in_process_passes"), cases(FORKS_AND_LIES))
@@ -667,7 +728,7 @@ def test_forks_and_lying_objects_decide_nothing(sandbox, text, tests, in_process
         EXIT_SUBCLASS_ON_REFUSAL,
     ):
         assert split.detail.startswith("the program raised"), split
-    if tests == HIDDEN_VISIT:
+    if tests in CALLBACK_TESTS:
         assert "inside a callback" in split.detail, split
     if text in (FORK_AT_IMPORT, ANSWER_TWICE):
         # two processes answer: a stray answer breaks the protocol, unless a wrong answer the trusted
@@ -1104,6 +1165,17 @@ CONTROLS = {
         "def f(x):\n    return slice(1, 7, 2)\n",
         HIDDEN_SLICE,
     ),
+    **{  # the honest side of the nested callback assertions: negatives never reach the callback
+        f"callback_assertion_{name}_held": (
+            "def f(xs, visit):\n    for x in xs:\n        if x >= 0:\n            visit(x)\n",
+            tests,
+        )
+        for name, tests in (
+            ("in_for_else_with", HIDDEN_VISIT_IN_WITH),
+            ("in_match_case", HIDDEN_VISIT_IN_MATCH),
+            ("in_method_try", HIDDEN_VISIT_IN_METHOD_TRY),
+        )
+    },
 }
 NUMPY_CONTROL = (
     "import numpy as np\ndef scale(a, k):\n    return np.asarray(a) * k\n",
@@ -1132,6 +1204,10 @@ def test_correct_programs_pass_split(sandbox, text, tests):
     split = sandbox.run(text, tests, split=True)
     assert split.passed and split.mode == "split", split
     assert split.tests_passed == split.tests_total, split
+    # every assert statement is a check, however deep in the tests' statements it sits
+    assert split.tests_total == sum(isinstance(node, ast.Assert) for node in ast.walk(ast.parse(tests))), (
+        split
+    )
     in_process = sandbox.run(text, tests)
     assert in_process.passed and in_process.mode == "in_process", in_process
 
