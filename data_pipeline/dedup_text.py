@@ -41,13 +41,16 @@ def utf8_dedup_texts(table: pa.Table, text: str, rows: np.ndarray | None = None)
     """The dedup texts of `table` (only ``rows``, ascending, where given) as UTF-8 bytes, one
     `Utf8Texts` per record batch, joined by Arrow from its own buffers: no Python string is made,
     decoded and encoded again (the near-dedup job reads every row's text for its signatures, and
-    those conversions were a tenth of its time), and rows are picked by their byte ranges instead
-    of taken (copied) from the table. For ``"edit"`` texts with no null; None otherwise (use
-    `dedup_texts`)."""
+    those conversions were a tenth of its time), and only the picked rows are joined. For
+    ``"edit"`` texts with no null; None otherwise (use `dedup_texts`)."""
     if text != "edit" or any(table.column(c).null_count for c in TEXT_COLUMNS[text]):
         return None
-    found, at = [], 0
+    found, start = [], 0
     for batch in table.to_batches():
+        stop = start + batch.num_rows
+        if rows is not None:  # only the picked rows are copied and joined
+            batch = batch.take(pa.array(rows[(rows >= start) & (rows < stop)] - start))
+        start = stop
         joined = pc.binary_join_element_wise(
             batch.column("before").cast(pa.large_string()),
             batch.column("after").cast(pa.large_string()),
@@ -57,10 +60,5 @@ def utf8_dedup_texts(table: pa.Table, text: str, rows: np.ndarray | None = None)
         bounds = np.frombuffer(offsets, dtype=np.int64, count=len(joined) + 1, offset=8 * joined.offset)
         buf = np.frombuffer(data if data is not None else b"\0", dtype=np.uint8)
         buf.flags.writeable = False  # the array type the kernels are compiled for already
-        starts, ends = bounds[:-1], bounds[1:]
-        if rows is not None:
-            picked = rows[(rows >= at) & (rows < at + batch.num_rows)] - at
-            starts, ends = starts[picked], ends[picked]
-        found.append(Utf8Texts(buf, starts.copy(), ends.copy()))
-        at += batch.num_rows
+        found.append(Utf8Texts(buf, bounds[:-1].copy(), bounds[1:].copy()))
     return found

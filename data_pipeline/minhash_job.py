@@ -11,8 +11,8 @@ run in local processes or as Ray Data tasks across nodes (`executors.py`).
    shard; buckets with two or more documents become a group file ``groups/bBBB-pPPPP.*``.
 3. **decisions**, without the exact check: each bucket is one cluster (``star_task``). With
    it: **estimates** (one task per group file) join pairs whose signatures clearly clear the
-   threshold, reject those clearly below it and list the ambiguous rest
-   (`core.neardup.lsh.estimate_groups`); **sets** (one task per input shard) compute the
+   threshold, reject those clearly below it and list the ambiguous rest, each pair once and only
+   where the joined edges leave it open (`core.neardup.lsh.estimate_groups`, `open_pairs`); **sets** (one task per input shard) compute the
    shingle sets of the documents in ambiguous pairs, once each; **exact** (one task per group
    file) decides the ambiguous pairs by exact Jaccard in compiled code
    (`core.neardup.lsh.verify_pairs`). Edges go to ``edges/``.
@@ -166,8 +166,8 @@ def star_task(task: Task) -> dict:
 def estimate_task(
     task: Task, *, cfg: MinHashConfig, sig_prefixes: list[str], starts: list[int], chunk_members: int
 ) -> dict:
-    """One group file decided by signature estimates: joined edges, and the ambiguous pairs left
-    for the exact check (with the documents they involve). Groups go in chunks of about
+    """One group file decided by signature estimates: joined edges, and the ambiguous pairs they
+    leave open for the exact check (with the documents they involve). Groups go in chunks of about
     `chunk_members` members, so the signatures held at once are bounded."""
     offsets = np.asarray(load_array(Path(task["groups"]).with_suffix(".offsets.npy")))
     members = np.asarray(load_array(Path(task["groups"]).with_suffix(".members.npy")))
@@ -188,9 +188,10 @@ def estimate_task(
         edges.append(e)
         pairs.append(p)
         estimates += n
-    pairs = np.concatenate(pairs)
+    edges = np.concatenate(edges)
+    pairs = lsh.open_pairs(np.concatenate(pairs), edges)
     prefix = Path(task["prefix"])
-    save_array(Path(task["edges"]), np.concatenate(edges))
+    save_array(Path(task["edges"]), edges)
     save_array(prefix.with_suffix(".pairs.npy"), pairs)
     save_array(prefix.with_suffix(".involved.npy"), np.unique(pairs))
     return {"estimates": int(estimates), "ambiguous": len(pairs)}
@@ -315,17 +316,19 @@ def exact_task(
 ) -> dict:
     """The ambiguous pairs of one group file decided by exact Jaccard, `chunk_members` documents at a time."""
     pairs = np.asarray(load_array(Path(task["pairs"])))
-    accepted = [np.empty((0, 2), dtype=np.int64)]
+    accepted, checks = [np.empty((0, 2), dtype=np.int64)], 0
     step = max(1, chunk_members // 2)
     for lo in range(0, len(pairs), step):
         chunk = pairs[lo : lo + step]
         docs = np.unique(chunk)
         set_offsets, hashes = _gather_sets(docs, set_prefixes, np.asarray(starts))
         slot = np.searchsorted(docs, chunk.ravel())
-        accepted.append(lsh.verify_pairs(chunk, slot, set_offsets, hashes, cfg.threshold))
+        edges, made = lsh.verify_pairs(chunk, slot, set_offsets, hashes, cfg.threshold, True)
+        accepted.append(edges)
+        checks += made
     edges = np.concatenate(accepted)
     save_array(Path(task["edges"]), edges)
-    return {"checks": len(pairs), "rejected": len(pairs) - len(edges)}
+    return {"checks": checks, "rejected": checks - len(edges)}
 
 
 def _chunks(offsets: np.ndarray, members: int) -> list[tuple[int, int]]:

@@ -28,6 +28,7 @@ from core.neardup.lsh import (
     estimate_groups,
     estimate_margin,
     groups_of,
+    open_pairs,
     star_edges,
     verify_pairs,
 )
@@ -69,16 +70,18 @@ def find_duplicates(
     if cfg.exact_check:
         assert texts is not None
         margin = estimate_margin(cfg.threshold, cfg.num_perm)
-        ambiguous = [np.empty((0, 2), dtype=np.int64)]
+        joined, ambiguous = [np.empty((0, 2), dtype=np.int64)], [np.empty((0, 2), dtype=np.int64)]
         for offsets, members in groups:
             edges, pairs, n = estimate_groups(offsets, members, members, sigs, cfg.threshold, margin)
             union_edges(parent, edges)
+            joined.append(edges)
             ambiguous.append(pairs)
             estimates += n
-        pairs = np.concatenate(ambiguous)
-        accepted = verify_texts(pairs, texts, cfg)
+        accepted, checks = verify_texts(
+            open_pairs(np.concatenate(ambiguous), np.concatenate(joined)), texts, cfg
+        )
         union_edges(parent, accepted)
-        checks, rejected = len(pairs), len(pairs) - len(accepted)
+        rejected = checks - len(accepted)
     else:
         for offsets, members in groups:
             union_edges(parent, star_edges(offsets, members))
@@ -100,15 +103,18 @@ def sets_csr(texts: Sequence[str], cfg: MinHashConfig) -> tuple[np.ndarray, np.n
     return shingle_set_csr(list(texts), cfg.ngram, tokens=cfg.tokens, lowercase=cfg.lowercase)
 
 
-def verify_texts(pairs: np.ndarray, texts: Sequence[str], cfg: MinHashConfig) -> np.ndarray:
-    """The ``pairs`` (indices into ``texts``) whose exact shingle-set Jaccard reaches ``cfg.threshold``.
+def verify_texts(
+    pairs: np.ndarray, texts: Sequence[str], cfg: MinHashConfig, skip_joined: bool = True
+) -> tuple[np.ndarray, int]:
+    """The ``pairs`` (indices into ``texts``) whose exact shingle-set Jaccard reaches ``cfg.threshold``,
+    and the checks made (`lsh.verify_pairs`; ``skip_joined=False`` decides every pair).
 
     Only the texts of a pair are shingled, once each: ambiguous pairs are few.
     """
     involved = np.unique(pairs)
     set_offsets, set_hashes = sets_csr([texts[i] for i in involved], cfg)
     slot = np.searchsorted(involved, pairs.ravel())
-    return verify_pairs(pairs, slot, set_offsets, set_hashes, cfg.threshold)
+    return verify_pairs(pairs, slot, set_offsets, set_hashes, cfg.threshold, skip_joined)
 
 
 def _check_inputs(

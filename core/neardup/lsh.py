@@ -15,9 +15,11 @@ of `pairs.py` run the same code, and memory is bounded by the piece.
   signatures' estimate of its Jaccard similarity (the share of equal MinHash values). An
   estimate more than ``margin`` above the threshold joins the pair, one more than ``margin``
   below it rejects the pair, and a pair in between is *ambiguous*: it is decided by the exact
-  Jaccard of its sorted shingle-hash sets (``verify_pairs``). Skipping connected pairs keeps
-  the connected components those of "decide every pair", at a fraction of the work on large
-  clusters, and shingle sets are needed only for documents of ambiguous pairs.
+  Jaccard of its sorted shingle-hash sets (``verify_pairs``), once per distinct pair that the
+  joined edges do not already connect (``open_pairs``), and not where the pairs accepted before
+  it connect it. Skipping connected pairs keeps the connected components those of "decide every
+  pair", at a fraction of the work on large clusters, and shingle sets are needed only for
+  documents of ambiguous pairs.
 
 Clusters are joined by the union-find of `clusters.py`.
 """
@@ -27,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from core.neardup.clusters import find, link
+from core.neardup.clusters import find, link, roots, union_edges
 from core.neardup.minhash import xxh64_words
 
 GroupArrays = tuple[np.ndarray, np.ndarray]  # (offsets, members)
@@ -46,19 +48,21 @@ def band_keys(sigs, bands, rows):
 
 
 def groups_of(keys: np.ndarray, docs: np.ndarray) -> GroupArrays:
-    """Buckets with >= 2 documents among (key, doc) entries of one band: CSR offsets and members."""
-    order = np.lexsort((docs, keys))
-    keys, docs = keys[order], docs[order]
-    starts = (
-        np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) else np.empty(0, int)
-    )
+    """Buckets with >= 2 documents among (key, doc) entries of one band: CSR offsets and members.
+
+    Entries already in (key, doc) order (a shard's sorted band keys) are not sorted again."""
+    step, same = keys[1:] > keys[:-1], keys[1:] == keys[:-1]
+    if not (step | (same & (docs[1:] >= docs[:-1]))).all():
+        order = np.lexsort((docs, keys))
+        keys, docs = keys[order], docs[order]
+        same = keys[1:] == keys[:-1]
+    starts = np.flatnonzero(np.concatenate(([True], ~same))) if len(keys) else np.empty(0, int)
     sizes = np.diff(np.append(starts, len(keys)))
     big = sizes > 1
     if not big.any():
         return np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64)
-    take = np.concatenate([np.arange(s, s + k) for s, k in zip(starts[big], sizes[big], strict=True)])
     offsets = np.concatenate(([0], np.cumsum(sizes[big]))).astype(np.int64)
-    return offsets, docs[take].astype(np.int64)
+    return offsets, docs[np.repeat(big, sizes)].astype(np.int64)
 
 
 def star_edges(offsets: np.ndarray, members: np.ndarray) -> np.ndarray:
@@ -165,21 +169,56 @@ def estimate_groups(offsets, members, slot, sigs, threshold, margin):
     return edges[:n_edges], pairs[:n_pairs], estimates
 
 
-@njit(cache=True)
-def verify_pairs(pairs, slot, set_offsets, set_hashes, threshold):
-    """The pairs whose exact shingle-set Jaccard reaches ``threshold``.
+def open_pairs(pairs: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """The distinct ``pairs`` ((m, 2), i < j) whose documents ``edges`` do not already connect, in
+    ascending order: only these can change the components. The bands list a pair once per shared
+    bucket, and the estimates join most of a cluster, so this is a fraction of the ambiguous pairs."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    if not len(pairs):
+        return pairs
+    pairs = _distinct_rows(pairs)
+    docs = np.unique(np.concatenate([pairs.ravel(), edges.ravel()]))
+    parent = np.arange(len(docs), dtype=np.int64)
+    union_edges(parent, np.searchsorted(docs, edges))
+    root = roots(parent)
+    local = np.searchsorted(docs, pairs)
+    return pairs[root[local[:, 0]] != root[local[:, 1]]]
 
-    ``slot`` maps the pairs' documents, flattened (two per pair), to their sets.
+
+def _distinct_rows(pairs: np.ndarray) -> np.ndarray:
+    """The distinct rows of non-negative (m, 2) ``pairs``, ascending: one 64-bit key per row where
+    both fit in 32 bits (a plain sort, ~10x ``np.unique(axis=0)``'s)."""
+    if pairs.min() < 0 or pairs.max() >= 1 << 32:
+        return np.unique(pairs, axis=0)
+    keys = np.unique((pairs[:, 0] << 32) | pairs[:, 1])
+    return np.stack([keys >> 32, keys & 0xFFFFFFFF], axis=1)
+
+
+@njit(cache=True)
+def verify_pairs(pairs, slot, set_offsets, set_hashes, threshold, skip_joined):
+    """The pairs whose exact shingle-set Jaccard reaches ``threshold``, and the checks made.
+
+    ``slot`` maps the pairs' documents, flattened (two per pair), to their sets. With
+    ``skip_joined`` (where only the components count), a pair whose documents the pairs accepted
+    before it already connect is not checked: it cannot change them.
     """
     keep = np.zeros(pairs.shape[0], dtype=np.bool_)
+    parent = np.arange(set_offsets.shape[0] - 1)
+    checks = 0
     for p in range(pairs.shape[0]):
-        a, b = slot[2 * p], slot[2 * p + 1]
-        keep[p] = _jaccard_at_least(
-            set_hashes[set_offsets[a] : set_offsets[a + 1]],
-            set_hashes[set_offsets[b] : set_offsets[b + 1]],
+        a, b = find(parent, slot[2 * p]), find(parent, slot[2 * p + 1])
+        if skip_joined and a == b:
+            continue
+        checks += 1
+        if _jaccard_at_least(
+            set_hashes[set_offsets[slot[2 * p]] : set_offsets[slot[2 * p] + 1]],
+            set_hashes[set_offsets[slot[2 * p + 1]] : set_offsets[slot[2 * p + 1] + 1]],
             threshold,
-        )
-    return pairs[keep]
+        ):
+            keep[p] = True
+            link(parent, a, b)
+    return pairs[keep], checks
 
 
 @njit(cache=True)

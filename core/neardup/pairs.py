@@ -52,7 +52,7 @@ def decide_pairs(
     offsets = np.arange(0, len(members) + 1, 2, dtype=np.int64)
     margin = estimate_margin(cfg.threshold, cfg.num_perm)
     joined, ambiguous, _ = estimate_groups(offsets, members, members, signatures, cfg.threshold, margin)
-    decided = np.concatenate((joined, verify_texts(ambiguous, texts, cfg)))
+    decided = np.concatenate((joined, verify_texts(ambiguous, texts, cfg, skip_joined=False)[0]))
     # a pair of identical signatures is joined in either order
     return np.unique(np.sort(decided, axis=1), axis=0).reshape(-1, 2)
 
