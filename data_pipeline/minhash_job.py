@@ -44,7 +44,7 @@ from numba import njit
 
 from core.minhash_config import MinHashConfig
 from core.neardup import lsh
-from core.neardup.clusters import representatives, roots, union_edges
+from core.neardup.clusters import lowest_ids, roots, union_edges
 from core.neardup.dedup import sets_csr
 from core.neardup.minhash import (
     minhash_signatures,
@@ -348,17 +348,15 @@ def components_task(task: Task, *, src: dict, edge_files: list[str], starts: lis
     parent = np.arange(source.num_rows, dtype=np.int64)
     for path in edge_files:
         union_edges(parent, np.asarray(load_array(Path(path))))
-    root = roots(parent)
-    clustered = np.flatnonzero(root != np.arange(len(root)))
-    members = np.union1d(clustered, root[clustered])  # ascending; roots are members too
-    ids = take_rows(source, members, ["id"]).column("id").to_pylist()
-    rep = representatives(np.searchsorted(members, root[members]), ids)
-    dropped = members[rep != np.arange(len(members))]
+    rep = lowest_ids(
+        roots(parent), lambda members: take_rows(source, members, ["id"]).column("id").to_pylist()
+    )
+    dropped = np.flatnonzero(rep != np.arange(len(rep)))
     bounds = [*starts, source.num_rows]
     for i in range(len(starts)):
         lo, hi = np.searchsorted(dropped, bounds[i : i + 2])
         save_array(Path(task["drops"][i]), dropped[lo:hi])
-    return {"clusters": len(np.unique(rep[rep != np.arange(len(members))])), "dropped": len(dropped)}
+    return {"clusters": len(np.unique(rep[dropped])), "dropped": len(dropped)}
 
 
 @resumable

@@ -13,7 +13,7 @@ as numbers, the rest as text, ties broken by plain string order (``"r2" < "r10"`
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numba import njit
@@ -65,6 +65,18 @@ def id_sort_key(id_: str) -> tuple[tuple[str | int, ...], str]:
     """Natural sort key of an id: the order in which the lowest id of a cluster is kept."""
     parts = _DIGITS.split(id_)
     return tuple(int(p) if i % 2 else p for i, p in enumerate(parts)), id_
+
+
+def lowest_ids(root: np.ndarray, ids_of: Callable[[np.ndarray], Sequence[str]]) -> np.ndarray:
+    """`representatives` of ``root`` (`roots`' output: a component's root is its lowest index), with
+    the ids read (``ids_of(ascending indices)``) only for components of two or more, where there
+    is a choice: a corpus is mostly singletons, and sorting every id is what a million rows pay."""
+    everyone = np.arange(len(root))
+    clustered = np.flatnonzero(root != everyone)
+    members = np.union1d(clustered, root[clustered])  # ascending; roots are members too
+    if len(members):
+        everyone[members] = members[representatives(np.searchsorted(members, root[members]), ids_of(members))]
+    return everyone
 
 
 def representatives(root: np.ndarray, ids: Sequence[str]) -> np.ndarray:

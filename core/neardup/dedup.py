@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.minhash_config import MinHashConfig
-from core.neardup.clusters import representatives, roots, union_edges
+from core.neardup.clusters import lowest_ids, roots, union_edges
 from core.neardup.lsh import (
     band_keys,
     estimate_groups,
@@ -85,7 +85,7 @@ def find_duplicates(
     else:
         for offsets, members in groups:
             union_edges(parent, star_edges(offsets, members))
-    rep = representatives(roots(parent), ids)
+    rep = lowest_ids(roots(parent), lambda members: [ids[i] for i in members])
     keep = rep == docs
     return DedupResult(
         keep=keep.tolist(),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.neardup.clusters import components, id_sort_key, representatives, roots, union_edges
+from core.neardup.clusters import components, id_sort_key, lowest_ids, representatives, roots, union_edges
 
 
 def _clusters(root: np.ndarray) -> set[frozenset[int]]:
@@ -71,3 +71,17 @@ def test_representatives_are_the_lowest_natural_id_whatever_the_order():
         "ex-10": "ex-9", "ex-9": "ex-9", "b": "a", "ex-100": "ex-9", "a": "a"
     }  # fmt: skip
     assert _clusters(root) == {frozenset({where[0], where[1], where[3]}), frozenset({where[2], where[4]})}
+
+
+def test_lowest_ids_read_only_the_ids_of_clustered_elements():
+    ids = ["ex-10", "solo", "ex-9", "b", "ex-100", "a", "alone"]
+    root = components(len(ids), np.array([[0, 2], [2, 4], [3, 5]]))
+    read: list[list[int]] = []
+
+    def ids_of(members):
+        read.append(members.tolist())
+        return [ids[i] for i in members]
+
+    assert lowest_ids(root, ids_of).tolist() == representatives(root, ids).tolist() == [2, 1, 2, 5, 2, 5, 6]
+    assert read == [[0, 2, 3, 4, 5]]  # "solo" and "alone" are their own clusters: no id read
+    assert lowest_ids(np.arange(3), ids_of).tolist() == [0, 1, 2] and len(read) == 1
