@@ -131,13 +131,17 @@ def signature_task(
 def bucket_task(task: Task, *, sig_prefixes: list[str]) -> dict:
     """Groups (buckets of >= 2 documents) of a range of bands in one key partition, across every shard."""
     part = task["part"]
+    shards = [  # each shard's files opened once (mapped, not read) for all the task's bands
+        [load_array(Path(prefix).with_suffix(f".{name}.npy")) for name in ("parts", "keys", "docs")]
+        for prefix in sig_prefixes
+    ]
     all_offsets, all_members, base = [np.zeros(1, dtype=np.int64)], [], 0
     for band in range(*task["bands"]):
         keys, docs = [], []
-        for prefix in map(Path, sig_prefixes):
-            lo, hi = load_array(prefix.with_suffix(".parts.npy"))[band, part : part + 2]
-            keys.append(np.asarray(load_array(prefix.with_suffix(".keys.npy"))[band, lo:hi]))
-            docs.append(np.asarray(load_array(prefix.with_suffix(".docs.npy"))[band, lo:hi]))
+        for bounds, shard_keys, shard_docs in shards:
+            lo, hi = bounds[band, part : part + 2]
+            keys.append(np.asarray(shard_keys[band, lo:hi]))
+            docs.append(np.asarray(shard_docs[band, lo:hi]))
         offsets, members = lsh.groups_of(np.concatenate(keys), np.concatenate(docs))
         all_offsets.append(offsets[1:] + base)
         all_members.append(members)
