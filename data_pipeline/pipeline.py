@@ -28,7 +28,7 @@ from data_pipeline.decontam import decontaminate
 from data_pipeline.executors import Executor, make_executor
 from data_pipeline.filters import filter_batch
 from data_pipeline.input_identity import identity_summary, input_identity
-from data_pipeline.near_dedup import near_dedup
+from data_pipeline.near_dedup import near_dedup, start_warming
 from data_pipeline.sources import describe_source, iter_records
 from data_pipeline.stages import (
     StageResult,
@@ -193,8 +193,10 @@ def _build(cfg: BuildConfig, out: Path) -> dict[str, Any]:
     identity = input_identity(cfg.source)  # read once: the rows and the manifest describe the same bytes
     key = fingerprint("input", identity)  # a changed input reruns every stage
     started = time.perf_counter()
+    stages = planned_stages(cfg)
+    warming = start_warming(executor) if any(name == "dedup" for name, _, _ in stages) else None
     try:
-        for index, (name, stage, depends_on) in enumerate(planned_stages(cfg)):
+        for index, (name, stage, depends_on) in enumerate(stages):
             key = fingerprint(key, name, depends_on)
             cached = store.load(index, name, key)
             if cached is not None:
@@ -203,6 +205,8 @@ def _build(cfg: BuildConfig, out: Path) -> dict[str, Any]:
                 log.info("stage %s: reused (%d kept)", name, result.kept)
             else:
                 t0 = time.perf_counter()
+                if name == "dedup" and warming is not None:
+                    warming.join()  # within the stage's time: what the warming has left is the stage's
                 work = scratch / f"{index:02d}-{name}-{key}"  # survives a kill: the stage resumes there
                 ds, result = stage(cfg, ds, executor, work)
                 result.seconds = round(time.perf_counter() - t0, 3)
@@ -213,6 +217,8 @@ def _build(cfg: BuildConfig, out: Path) -> dict[str, Any]:
                 )
             results.append(result)
     finally:
+        if warming is not None:
+            warming.join()
         executor.close()
     assert ds is not None
     final = ds.sort("id")

@@ -32,7 +32,7 @@ from core.neardup.lsh import (
     star_edges,
     verify_pairs,
 )
-from core.neardup.minhash import shingle_set_csr
+from core.neardup.minhash import minhash_signatures, shingle_set_csr
 
 
 @dataclass
@@ -133,3 +133,14 @@ def _check_inputs(
     if cfg.exact_check and (texts is None or len(texts) != len(ids)):
         raise ValueError("exact_check=True needs texts, one per id (the texts the signatures came from)")
     return np.ascontiguousarray(sigs)
+
+
+def warm_kernels() -> None:
+    """Run every compiled step of `find_duplicates` once, on three short texts of which two are an
+    ambiguous pair, so that the first real call of a process does not pay for numba's start (its
+    CPU target, each kernel's cached machine code: about 0.3 s)."""
+    cfg = MinHashConfig(exact_check=True)
+    lines = [f"value_{i} = compute({i}, step={i % 7})" for i in range(60)]
+    edited = [f"other_{i} = call({i})" if i % 10 == 0 else line for i, line in enumerate(lines)]
+    texts = ["\n".join(lines), "\n".join(edited), "print('x')"]
+    find_duplicates(["a", "b", "c"], minhash_signatures(texts, cfg), cfg, texts)

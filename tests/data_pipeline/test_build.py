@@ -8,6 +8,7 @@ import random
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,8 @@ def build(raw: Path, out: Path, *extra: str):
     )
     manifest = run_pipeline(to_build_config(cfg))
     assert manifest["input"] == manifest["kept"] + sum(manifest["dropped"].values())
+    # the near-dedup kernels' warming thread (data_pipeline.near_dedup.start_warming) is done
+    assert not [t for t in threading.enumerate() if t.name == "editforge-warm-kernels"]
     return manifest
 
 

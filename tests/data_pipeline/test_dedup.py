@@ -98,3 +98,31 @@ def test_config_matches_datasketch_lsh_params_and_manifest(tmp_path, threshold, 
 
 def test_edit_text_is_before_and_after():
     assert dedup_texts({"before": ["a"], "after": ["b"]}, "edit") == ["a\nb"]
+
+
+def test_warming_loads_every_kernel_of_the_dedup_on_a_thread_for_the_local_executor():
+    """In a fresh process: warm_kernels leaves each compiled step of find_duplicates loaded (the
+    first real call then compiles and loads nothing), and start_warming runs it on a thread for the
+    local executor only."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import threading
+        from core.neardup import clusters, lsh, minhash
+        from data_pipeline.executors import LocalExecutor
+        from data_pipeline.near_dedup import start_warming
+
+        kernels = [minhash._signatures_kernel, minhash._shingle_sets_kernel, lsh.band_keys,
+                   lsh.estimate_groups, lsh.verify_pairs, clusters.union_edges, clusters.roots]
+        assert not any(k.signatures for k in kernels)
+        assert start_warming(object()) is None  # Ray's workers are other processes
+        thread = start_warming(LocalExecutor())
+        thread.join()
+        print([k.__name__ for k in kernels if not k.signatures])
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stderr
