@@ -36,9 +36,10 @@ def start_warming(executor: Executor) -> threading.Thread | None:
     numba's start is mostly Python, but the source stage spends much of its time writing with the
     GIL released, so the two overlap: the build gains what the first call would have cost (0.3 s
     on 20,000 rows; the dedup stage joins the thread within its own time, so what is left is
-    counted there). For the local executor, whose tasks run in this process or in processes forked
-    from it once the thread is done; Ray's workers start their own."""
-    if not isinstance(executor, LocalExecutor):
+    counted there). Only where every stage runs in this process (the local executor, one process):
+    a stage that forks workers (``num_proc``) must not fork while the thread holds numba's locks, and
+    Ray's workers start their own."""
+    if not isinstance(executor, LocalExecutor) or (executor.num_proc or 1) > 1:
         return None
     thread = threading.Thread(target=_warm, name="editforge-warm-kernels", daemon=True)
     thread.start()

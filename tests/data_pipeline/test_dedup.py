@@ -100,10 +100,10 @@ def test_edit_text_is_before_and_after():
     assert dedup_texts({"before": ["a"], "after": ["b"]}, "edit") == ["a\nb"]
 
 
-def test_warming_loads_every_kernel_of_the_dedup_on_a_thread_for_the_local_executor():
+def test_warming_loads_every_kernel_of_the_dedup_on_a_thread_where_nothing_forks():
     """In a fresh process: warm_kernels leaves each compiled step of find_duplicates loaded (the
-    first real call then compiles and loads nothing), and start_warming runs it on a thread for the
-    local executor only."""
+    first real call then compiles and loads nothing), and start_warming runs it on a thread where
+    every stage runs in this process."""
     import subprocess
     import sys
     import textwrap
@@ -119,6 +119,7 @@ def test_warming_loads_every_kernel_of_the_dedup_on_a_thread_for_the_local_execu
                    lsh.estimate_groups, lsh.verify_pairs, clusters.union_edges, clusters.roots]
         assert not any(k.signatures for k in kernels)
         assert start_warming(object()) is None  # Ray's workers are other processes
+        assert start_warming(LocalExecutor(num_proc=2)) is None  # stages fork: not while it runs
         thread = start_warming(LocalExecutor())
         thread.join()
         print([k.__name__ for k in kernels if not k.signatures])
