@@ -12,10 +12,10 @@ run in local processes or as Ray Data tasks across nodes (`executors.py`).
 3. **decisions**, without the exact check: each bucket is one cluster (``star_task``). With
    it: **estimates** (one task per group file) join pairs whose signatures clearly clear the
    threshold, reject those clearly below it and list the ambiguous rest, each pair once and only
-   where the joined edges leave it open (`core.neardup.lsh.estimate_groups`, `open_pairs`); **sets** (one task per input shard) compute the
-   shingle sets of the documents in ambiguous pairs, once each; **exact** (one task per group
-   file) decides the ambiguous pairs by exact Jaccard in compiled code
-   (`core.neardup.lsh.verify_pairs`). Edges go to ``edges/``.
+   where the joined edges leave it open (`core.neardup.lsh.estimate_groups`, `open_pairs`);
+   **sets** (one task per input shard) compute the shingle sets of the documents in ambiguous
+   pairs, once each; **exact** (one task per group file) decides the ambiguous pairs by exact
+   Jaccard in compiled code (`core.neardup.lsh.verify_pairs`). Edges go to ``edges/``.
 4. **components** (one task): union-find (`core.neardup.clusters`) over every edge file, one
    at a time (8 bytes per document), and the lowest id of each cluster (ids read only for
    clustered documents):
