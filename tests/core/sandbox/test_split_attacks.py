@@ -127,48 +127,31 @@ HIDDEN_REFUSAL = program("""
         assert candidate(2) == 7
     check(f)
 """)
+
+
+def hidden_visit(checked: str, imports: str = "") -> str:
+    """Tests that pass the program a callback, ``visit``, whose ``checked`` statements assert
+    ``v >= 0`` before it records ``v``."""
+    body = textwrap.indent(textwrap.dedent(checked).strip("\n"), " " * 8)
+    return (
+        imports
+        + "def check(candidate):\n    seen = []\n    def visit(v):\n"
+        + body
+        + "\n        seen.append(v)\n    candidate([3, -1, 2], visit)\n    assert seen == [3, 2]\ncheck(f)\n"
+    )
+
+
+CHECKED = 'assert v >= 0, "visit must only see non-negative values"'
 # an assertion inside a callback the tests pass to the program
-HIDDEN_VISIT = program("""
-    def check(candidate):
-        seen = []
-        def visit(v):
-            assert v >= 0, "visit must only see non-negative values"
-            seen.append(v)
-        candidate([3, -1, 2], visit)
-        assert seen == [3, 2]
-    check(f)
-""")
+HIDDEN_VISIT = hidden_visit(CHECKED)
 # the same callback, its assertion deep in statements the trusted side counts asserts in (a `with`
 # in a `for ... else`, a `match` case, a `try ... finally` in a method): an assert left uncounted
 # would be one the program could swallow
-HIDDEN_VISIT_IN_WITH = program("""
-    import contextlib
-    def check(candidate):
-        seen = []
-        def visit(v):
-            for _ in range(1):
-                pass
-            else:
-                with contextlib.nullcontext():
-                    assert v >= 0, "visit must only see non-negative values"
-            seen.append(v)
-        candidate([3, -1, 2], visit)
-        assert seen == [3, 2]
-    check(f)
-""")
-HIDDEN_VISIT_IN_MATCH = program("""
-    def check(candidate):
-        seen = []
-        def visit(v):
-            match v:
-                case int():
-                    if v < 100:
-                        assert v >= 0, "visit must only see non-negative values"
-            seen.append(v)
-        candidate([3, -1, 2], visit)
-        assert seen == [3, 2]
-    check(f)
-""")
+HIDDEN_VISIT_IN_WITH = hidden_visit(
+    f"for _ in range(1):\n    continue\nelse:\n    with contextlib.nullcontext():\n        {CHECKED}",
+    imports="import contextlib\n",
+)
+HIDDEN_VISIT_IN_MATCH = hidden_visit(f"match v:\n    case int():\n        if v < 100:\n            {CHECKED}")
 HIDDEN_VISIT_IN_METHOD_TRY = program("""
     class Visitor:
         def __init__(self):
