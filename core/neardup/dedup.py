@@ -25,10 +25,10 @@ from core.minhash_config import MinHashConfig
 from core.neardup.clusters import lowest_ids, roots, union_edges
 from core.neardup.lsh import (
     band_keys,
+    distinct_pairs,
     estimate_groups,
     estimate_margin,
     groups_of,
-    open_pairs,
     star_edges,
     verify_pairs,
 )
@@ -70,16 +70,15 @@ def find_duplicates(
     if cfg.exact_check:
         assert texts is not None
         margin = estimate_margin(cfg.threshold, cfg.num_perm)
-        joined, ambiguous = [np.empty((0, 2), dtype=np.int64)], [np.empty((0, 2), dtype=np.int64)]
+        ambiguous = [np.empty((0, 2), dtype=np.int64)]
         for offsets, members in groups:
             edges, pairs, n = estimate_groups(offsets, members, members, sigs, cfg.threshold, margin)
             union_edges(parent, edges)
-            joined.append(edges)
             ambiguous.append(pairs)
             estimates += n
-        accepted, checks = verify_texts(
-            open_pairs(np.concatenate(ambiguous), np.concatenate(joined)), texts, cfg
-        )
+        # each distinct pair once, and only where the joined edges leave it open (`lsh.open_pairs`)
+        pairs, root = distinct_pairs(np.concatenate(ambiguous)), roots(parent)
+        accepted, checks = verify_texts(pairs[root[pairs[:, 0]] != root[pairs[:, 1]]], texts, cfg)
         union_edges(parent, accepted)
         rejected = checks - len(accepted)
     else:

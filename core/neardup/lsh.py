@@ -175,9 +175,9 @@ def open_pairs(pairs: np.ndarray, edges: np.ndarray) -> np.ndarray:
     bucket, and the estimates join most of a cluster, so this is a fraction of the ambiguous pairs."""
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    pairs = distinct_pairs(pairs)
     if not len(pairs):
         return pairs
-    pairs = _distinct_rows(pairs)
     docs = np.unique(np.concatenate([pairs.ravel(), edges.ravel()]))
     parent = np.arange(len(docs), dtype=np.int64)
     union_edges(parent, np.searchsorted(docs, edges))
@@ -186,9 +186,11 @@ def open_pairs(pairs: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return pairs[root[local[:, 0]] != root[local[:, 1]]]
 
 
-def _distinct_rows(pairs: np.ndarray) -> np.ndarray:
+def distinct_pairs(pairs: np.ndarray) -> np.ndarray:
     """The distinct rows of non-negative (m, 2) ``pairs``, ascending: one 64-bit key per row where
     both fit in 32 bits (a plain sort, ~10x ``np.unique(axis=0)``'s)."""
+    if not len(pairs):
+        return pairs
     if pairs.min() < 0 or pairs.max() >= 1 << 32:
         return np.unique(pairs, axis=0)
     keys = np.unique((pairs[:, 0] << 32) | pairs[:, 1])
