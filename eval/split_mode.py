@@ -9,13 +9,12 @@ in both modes), so "identical" means: both pass, or both fail at the same assert
 A sample that breaks the split protocol just fails: it never moves its problem to in-process mode.
 
 The decision is cached on the sandbox object and on disk (``$EDITFORGE_CACHE/split-modes``), keyed
-by the problem's texts, the protocol's source, the interpreter and the time limit, so an evaluation
-decides each problem once and later evaluations on the machine reuse it.
+by the problem's texts, the protocol's source and this module's, the interpreter and the time limit,
+so an evaluation decides each problem once and later evaluations on the machine reuse it.
 """
 
 from __future__ import annotations
 
-import ast
 import builtins
 import hashlib
 import json
@@ -30,6 +29,7 @@ from pathlib import Path
 
 from core.errors import UserError
 from core.problems import Problem
+from core.python_facts import facts
 from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from core.sandbox.declared import split_modules, unverified_flags
 from core.sandbox.native import cache_dir
@@ -63,45 +63,17 @@ def static_reason(problem: Problem) -> str:
     for pattern, reason in IN_PROCESS_PATTERNS:
         if pattern.search(problem.tests):
             return reason
-    try:
-        tests = ast.parse(problem.tests)
-    except (SyntaxError, ValueError):
+    tests, after, before = facts(problem.tests), facts(problem.after), facts(problem.before)
+    if not tests.parses:
         return "the tests do not parse"
-    used = {node.id for node in ast.walk(tests) if isinstance(node, ast.Name)}
-    shadowed = sorted(
-        used & BUILTIN_NAMES & (_top_level_names(problem.after) | _top_level_names(problem.before))
-    )
+    shadowed = sorted(tests.used & BUILTIN_NAMES & (after.names | before.names))
     if shadowed:  # split, the tests' builtins win over the program's names (docs/sandbox.md)
         return f"the tests call {shadowed[0]}, a builtin's name the program defines"
-    program_classes = _top_level_classes(problem.after) | _top_level_classes(problem.before)
-    for node in ast.walk(tests):
-        if isinstance(node, ast.ClassDef):
-            bases = {b.id for b in node.bases if isinstance(b, ast.Name)}
-            if bases & (program_classes - _top_level_classes(problem.tests)):
-                return f"the tests subclass the program's class {sorted(bases & program_classes)[0]}"
+    program_classes = (after.classes | before.classes) - tests.classes
+    for bases in tests.class_bases:
+        if bases & program_classes:
+            return f"the tests subclass the program's class {sorted(bases & program_classes)[0]}"
     return ""
-
-
-def _top_level_names(text: str) -> set[str]:
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return set()
-    names = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-    return names
-
-
-def _top_level_classes(text: str) -> set[str]:
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return set()
-    return {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
 
 
 def benchmark_modules(problem: Problem) -> list[str]:
@@ -125,8 +97,9 @@ def run_modes(sandbox: Sandbox, problems: Sequence[Problem], limits: SandboxLimi
     keys = {p.id: _key(p, salt) for p in problems}
     todo = [p for p in problems if keys[p.id] not in known]
     for problem in todo:
-        reason = static_reason(problem)
+        # a stored decision was made by this module's code (the salt holds it) on these texts
         stored = _stored(keys[problem.id])
+        reason = "" if stored else static_reason(problem)
         if reason or stored:
             known[keys[problem.id]] = RunMode(False, reason) if reason else stored  # type: ignore[assignment]
     confirmable = [p for p in todo if keys[p.id] not in known]
@@ -172,13 +145,18 @@ def _unverified(sandbox: Sandbox, problems: Sequence[Problem]) -> list[bool]:
 
 
 def _salt(sandbox: Sandbox, limits: SandboxLimits) -> str:
-    """What else a decision depends on: the protocol's code, the interpreter, the time limit."""
-    sources = "".join(
-        (SANDBOX / name).read_text()
-        for name in ("plain.py", "split_trusted.py", "split_candidate.py", "trusted_server.py")
+    """What else a decision depends on: the protocol's code and this module's, the interpreter, the
+    time limit."""
+    sources = (
+        "".join(
+            (SANDBOX / name).read_text()
+            for name in ("plain.py", "split_trusted.py", "split_candidate.py", "trusted_server.py")
+        )
+        + Path(__file__).read_text()
     )
     python = getattr(sandbox, "python", None) or sys.executable
-    return f"{sources}\0{python}\0{limits.timeout_s}\0{limits.memory_mb}"
+    salt = f"{sources}\0{python}\0{limits.timeout_s}\0{limits.memory_mb}"
+    return hashlib.sha256(salt.encode("utf-8", "surrogatepass")).hexdigest()  # not hashed again per problem
 
 
 def _key(problem: Problem, salt: str) -> str:

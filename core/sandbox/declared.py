@@ -11,11 +11,11 @@ found by importing it once in the sandbox itself, in strict mode.
 
 from __future__ import annotations
 
-import ast
 import re
 import sys
 from collections.abc import Iterable, Sequence
 
+from core.python_facts import facts
 from core.sandbox.code_guard import RAW_MEMORY_MODULES
 from core.sandbox.sandbox import Sandbox
 
@@ -23,9 +23,6 @@ from core.sandbox.sandbox import Sandbox
 # the error or its traceback: a library may catch it and raise its own (pandas: "Unable to import
 # required dependency numpy", with the refusal as its cause).
 _REFUSAL = re.compile(r"importing \S+ is not allowed in strict mode")
-_IMPORT_LINE = re.compile(
-    r"^[ \t]*(?:from[ \t]+([A-Za-z_][\w.]*)[ \t]+import|import[ \t]+([A-Za-z_][\w., \t]*))", re.M
-)
 
 
 def imported_roots(*texts: str) -> set[str]:
@@ -33,18 +30,7 @@ def imported_roots(*texts: str) -> set[str]:
     parse is scanned line by line)."""
     roots: set[str] = set()
     for text in texts:
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
-            for match in _IMPORT_LINE.finditer(text):
-                names = match.group(1) or match.group(2)
-                roots.update(n.strip().split(".")[0].split()[0] for n in names.split(",") if n.strip())
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                roots.update(alias.name.split(".")[0] for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                roots.add(node.module.split(".")[0])
+        roots |= facts(text).imported
     return roots
 
 
@@ -84,18 +70,6 @@ def split_modules(bound: Sequence[str], imported: Sequence[str]) -> list[str]:
     tests' ``np.allclose`` is numpy's whatever the program binds to ``np``."""
     bindings: dict[str, str] = {}
     for text in bound:
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    name = alias.asname or alias.name.partition(".")[0]
-                    bindings[name] = alias.name if alias.asname else name
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for alias in node.names:
-                    if alias.name != "*":
-                        bindings[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        bindings.update(facts(text).bindings)
     roots = imported_roots(*bound, *imported)
     return sorted(roots) + sorted(f"{name}={path}" for name, path in bindings.items())
