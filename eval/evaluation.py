@@ -106,7 +106,7 @@ class EvalRun:
         if python not in self._sandboxes:
             self._sandboxes[python] = self.cfg.sandbox.open(
                 python=python,
-                read_only=sandbox_paths(),
+                read_only=sandbox_paths({p.language for p in self.problems.values()}),
                 # our interpreter's servers start ready for measured split runs (another's may lack slipcover)
                 measured_split=self.cfg.score.measured_in_verdicts and python is None,
             )

@@ -15,7 +15,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from core.errors import UserError
@@ -85,13 +85,17 @@ def outside_system(path: str) -> bool:
     return not any(real == root or real.startswith(root + "/") for root in SYSTEM_PATHS)
 
 
-def sandbox_paths() -> list[str]:
+def sandbox_paths(languages: Iterable[str] | None = None) -> list[str]:
     """Host folders that Go and Rust runs read besides the system folders: the prepared cache, and
-    a toolchain installed elsewhere (rustup's under ~/.rustup)."""
+    a toolchain installed elsewhere (rustup's under ~/.rustup). ``languages``: those the sandbox
+    will run (None: any); a toolchain none of them needs is not asked where it lives (`go env`
+    and `rustc --print` take 50 ms before a Python-only evaluation could start)."""
     from eval.toolchains import go, rust
 
+    wanted = None if languages is None else set(languages)
     paths = [str(cache_root())]
-    for home in (go.home(), rust.home()):
+    for name, module in (("go", go), ("rust", rust)):
+        home = module.home() if wanted is None or name in wanted else None
         if home is not None and outside_system(home):
             paths.append(home)
     return paths
