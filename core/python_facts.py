@@ -38,12 +38,14 @@ def facts(text: str) -> Facts:
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        roots = set()
+        roots: set[str] = set()
         for match in _IMPORT_LINE.finditer(text):
-            names = match.group(1) or match.group(2)
-            roots.update(n.strip().split(".")[0].split()[0] for n in names.split(",") if n.strip())
+            listed = match.group(1) or match.group(2)
+            roots.update(n.strip().split(".")[0].split()[0] for n in listed.split(",") if n.strip())
         return Facts(False, frozenset(roots), (), frozenset(), frozenset(), frozenset(), ())
-    imported, used, bases = set(), set(), []
+    imported: set[str] = set()
+    used: set[str] = set()
+    bases: list[frozenset[str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             used.add(node.id)
@@ -54,7 +56,8 @@ def facts(text: str) -> Facts:
         elif isinstance(node, ast.ClassDef):
             bases.append(frozenset(b.id for b in node.bases if isinstance(b, ast.Name)))
     bindings: list[tuple[str, str]] = []
-    names, classes = set(), set()
+    names: set[str] = set()
+    classes: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.Import):
             for alias in node.names:

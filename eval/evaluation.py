@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections import defaultdict
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -73,7 +75,8 @@ class EvalRun:
             seen.update(dict.fromkeys(p.splits))
         self.splits = list(options.splits) if options.splits else list(seen)
         self.fmt = resolve_format(cfg.model, cfg.backend)
-        self._sandboxes: dict[str | None, Sandbox] = {}
+        self._sandboxes: dict[str | None, Future] = {}  # of Sandbox
+        self._lock = threading.Lock()
         check_identity(self.out, _identity(cfg))
         self.store = SampleStore(self.out / "samples.jsonl")
         (self.out / "config.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
@@ -81,6 +84,9 @@ class EvalRun:
     def generate(self) -> int:
         cfg = self.cfg
         generator = load_generator(cfg.model, cfg.backend, self.fmt)
+        if cfg.model.kind == "model":  # a sandbox that cannot start stops the run before the model generates
+            for future in list(self._sandboxes.values()):
+                future.result()
         # Chat prompts are rendered with the model's template (a generator that holds weights has
         # its tokenizer); a served model takes the messages instead.
         tokenizer = getattr(generator, "tokenizer", None)
@@ -102,20 +108,37 @@ class EvalRun:
 
     def sandbox(self, python: str | None = None) -> Sandbox:
         """The worker pool for programs run by `python` (None: the sandbox's own interpreter),
-        started on first use and stopped by close()."""
-        if python not in self._sandboxes:
-            self._sandboxes[python] = self.cfg.sandbox.open(
-                python=python,
-                read_only=sandbox_paths({p.language for p in self.problems.values()}),
-                # our interpreter's servers start ready for measured split runs (another's may lack slipcover)
-                measured_split=self.cfg.score.measured_in_verdicts and python is None,
-            )
-        return self._sandboxes[python]
+        started on first use (or by `start_sandboxes`) and stopped by close()."""
+        return self._starting(python).result()
 
     def start_sandboxes(self) -> None:
-        """Start the pools the problems need now, so they are warm once samples exist."""
+        """Begin starting the pools the problems need, on threads of their own: probing the
+        backend and booting the servers takes about 0.2 s, which the generation and the first
+        chunk's checks overlap."""
         for python in {self.kind.interpreter(p) for p in self.problems.values()}:
-            self.sandbox(python)
+            self._starting(python)
+
+    def _starting(self, python: str | None) -> Future:
+        with self._lock:
+            if python in self._sandboxes:
+                return self._sandboxes[python]
+            self._sandboxes[python] = future = Future()
+
+        def start() -> None:
+            try:
+                sandbox = self.cfg.sandbox.open(
+                    python=python,
+                    read_only=sandbox_paths({p.language for p in self.problems.values()}),
+                    # our interpreter's servers start ready for measured split runs (another's may lack slipcover)
+                    measured_split=self.cfg.score.measured_in_verdicts and python is None,
+                )
+            except BaseException as exc:  # raised where the sandbox is used
+                future.set_exception(exc)
+            else:
+                future.set_result(sandbox)
+
+        threading.Thread(target=start, name="sandbox-start", daemon=True).start()
+        return future
 
     def execute(self) -> int:
         s = self.cfg.sandbox
@@ -192,6 +215,7 @@ class EvalRun:
         run.finish()
 
     def close(self) -> None:
-        for sandbox in self._sandboxes.values():
-            sandbox.close()
+        for future in self._sandboxes.values():
+            if future.exception() is None:  # waits for a pool still starting
+                future.result().close()
         self.store.close()

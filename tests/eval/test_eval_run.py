@@ -331,3 +331,21 @@ def test_eval_tables_compare_puts_runs_of_several_models_side_by_side(tmp_path):
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and "python -m eval.run" in bad.stderr
+
+
+def test_a_sandbox_that_cannot_start_stops_a_model_before_it_generates(tmp_path, endpoint, monkeypatch):
+    """The sandbox starts on a thread while the run goes on; a model's generation waits for it, so a
+    broken sandbox costs no generation; an oracle's samples (no cost) are kept, and execute fails."""
+    from core.sandbox import SandboxUnavailable
+
+    monkeypatch.setenv("EDITFORGE_BWRAP", "/nonexistent/bwrap")
+    _RecordingEndpoint.bodies = []
+    model = ["backend=openai", "backend.chat=false", f"backend.base_url={endpoint}", "model.name=served"]
+    for overrides, failing_stage in ((model, "generate"), (["model=reference"], "execute")):
+        out = tmp_path / failing_stage
+        common = ["benchmark=fixtures", "benchmark.limit=1", "sandbox.backend=bwrap", "gen.n=1", f"out={out}"]
+        with pytest.raises(SandboxUnavailable, match="bubblewrap"):
+            run_eval([*common, *overrides], stages=("start_sandboxes", "generate", "execute"))
+        samples = (out / "samples.jsonl").read_text().splitlines() if (out / "samples.jsonl").exists() else []
+        assert len(samples) == (0 if failing_stage == "generate" else 2)
+    assert _RecordingEndpoint.bodies == []
