@@ -87,6 +87,14 @@ def test_the_probe_module_is_never_preloaded_where_a_program_is_judged_in_proces
     assert sandbox.run(PROGRAM, TESTS, split=True).passed
 
 
+def test_a_measured_candidate_carries_slipcover_but_not_the_parser_of_the_server(sandbox):
+    """coverage.py's parser (and the sqlite3, pickle and multiprocessing it imports) is loaded by the
+    server after it splits from the zygote: every run's process forks from a zygote without it."""
+    check = "import sys\nassert 'slipcover' in sys.modules and 'coverage' not in sys.modules, 'preloaded'\n"
+    result = sandbox.run(PROGRAM + check, TESTS, split=True, coverage=True)
+    assert result.passed and result.coverage["missing"] == [3]
+
+
 @pytest.mark.parametrize(
     "program, offset",
     [(PROGRAM, 5), (PROGRAM.rstrip("\n"), 4), (PROGRAM.replace("\n", "\r\n"), 5), ("x = 1\rx = 2\n", 3)],
