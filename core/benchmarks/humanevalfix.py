@@ -249,12 +249,18 @@ def import_helper(language: str, kind: str = "strict") -> str:
     return "\n".join(lines)
 
 
+TOP_LEVEL_DEF = re.compile(r"^def\s+(\w+)", re.M)  # a top-level function's `def` starts its line
+
+
 def test_helpers(record: dict[str, Any]) -> str:
     """The functions of a Python problem's declaration that its tests call besides the entry point
     (``poly``, ``encode_cyclic``, ``encode_shift``), with the declaration's imports: a split run binds
     them from this text, so a program cannot redefine what the tests check it with."""
+    program = record["declaration"] + record["canonical_solution"]
+    if not any(name != record["entry_point"] for name in TOP_LEVEL_DEF.findall(program)):
+        return ""  # most problems: no function but the entry point (loading skips 164 parses and walks)
     try:
-        tree = ast.parse(record["declaration"] + record["canonical_solution"])
+        tree = ast.parse(program)
     except SyntaxError:
         return ""
     used = {n.id for n in ast.walk(ast.parse(record["test"])) if isinstance(n, ast.Name)}

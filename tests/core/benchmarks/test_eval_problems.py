@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import REPO
 
-from core.benchmarks import load_benchmark
+from core.benchmarks import humanevalfix, load_benchmark
 from core.errors import ConfigError
 from core.problems import BenchmarkError
 from eval.samples import SampleStore
@@ -52,6 +52,26 @@ def test_humanevalfix_maps_into_the_contract():
     assert js.language == "js" and js.prelude == "" and js.tests.rstrip().endswith("testHasCloseElements()")
     with pytest.raises(ConfigError, match="fixdocs"):
         load_benchmark("humanevalfix", str(HUMANEVALPACK), languages=["python"], variant="docs")
+
+
+def test_humanevalfix_helpers_are_the_declared_functions_the_tests_call():
+    problems = load_benchmark("humanevalfix", str(HUMANEVALPACK)).problems
+    assert {p.id: p.helpers.split("(")[0] for p in problems if p.helpers} == {
+        "Python/32": "import math\n\ndef poly",
+        "Python/38": "def encode_cyclic",
+        "Python/50": "def encode_shift",
+    }
+    record = {
+        "declaration": "import math\n\n@cache\ndef unit(x):\n    return x\n\ndef f(x):\n",
+        "canonical_solution": "    return unit(x)\n",
+        "test": "def check(f):\n    assert f(1) == unit(1)\n",
+        "entry_point": "f",
+    }
+    assert humanevalfix.test_helpers(record) == "import math\n\n@cache\ndef unit(x):\n    return x\n"
+    assert (
+        humanevalfix.test_helpers({**record, "test": "def check(f):\n    assert f(1) == 1  # unit\n"}) == ""
+    )
+    assert humanevalfix.test_helpers({**record, "declaration": "def f(x):\n"}) == ""
 
 
 @pytest.mark.skipif(not HUMANEVALPACK.is_dir(), reason="needs core/data/humanevalpack")
