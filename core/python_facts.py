@@ -32,7 +32,7 @@ class Facts:
     class_bases: tuple[frozenset[str], ...]  # per class defined anywhere, the plain names of its bases
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1024)  # a chunk of samples asks about at most 64 problems
 def facts(text: str) -> Facts:
     """The text's `Facts`; a text that does not parse has only its import lines, found line by line."""
     try:
