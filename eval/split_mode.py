@@ -97,9 +97,10 @@ def run_modes(sandbox: Sandbox, problems: Sequence[Problem], limits: SandboxLimi
     keys = {p.id: _key(p, salt) for p in problems}
     todo = [p for p in problems if keys[p.id] not in known]
     for problem in todo:
-        # a stored decision was made by this module's code (the salt holds it) on these texts
-        stored = _stored(keys[problem.id])
-        reason = "" if stored else static_reason(problem)
+        # the problem's own text first: nothing stored (a file anyone who can write the cache left
+        # there) moves a problem the static check keeps in process
+        reason = static_reason(problem)
+        stored = None if reason else _stored(keys[problem.id])
         if reason or stored:
             known[keys[problem.id]] = RunMode(False, reason) if reason else stored  # type: ignore[assignment]
     confirmable = [p for p in todo if keys[p.id] not in known]

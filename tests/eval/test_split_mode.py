@@ -157,3 +157,27 @@ def test_the_command_prints_the_share_of_split_problems(capsys):
     out = capsys.readouterr().out
     assert out.startswith("13 of 14 Python problems of canitedit run split (92.9%)")
     assert "in process: 14 (shape_perimeter): the tests subclass the program's class Shape" in out
+
+
+def test_a_stored_decision_holds_only_for_the_code_that_made_it(tmp_path, monkeypatch, sandbox):
+    """A stored decision's key holds this module's source (a decision made by other rules is made
+    again), and no stored record moves a problem that its text keeps in process."""
+    from eval import split_mode
+
+    monkeypatch.setenv("EDITFORGE_CACHE", str(tmp_path / "cache"))
+    p = problem("assert f(1) == 1\n")
+    key = split_mode._key(p, split_mode._salt(sandbox, LIMITS))
+    split_mode._store(key, split_mode.RunMode(True))
+    assert split_mode._stored(key) == split_mode.RunMode(True)
+    edited = tmp_path / "split_mode.py"
+    edited.write_text(Path(split_mode.__file__).read_text() + "# another rule\n")
+    with monkeypatch.context() as patched:
+        patched.setattr(split_mode, "__file__", str(edited))
+        assert split_mode._key(p, split_mode._salt(sandbox, LIMITS)) != key
+    inspecting = problem("assert 'f' in dir()\n")
+    split_mode._store(
+        split_mode._key(inspecting, split_mode._salt(sandbox, LIMITS)), split_mode.RunMode(True)
+    )
+    sandbox.__dict__.pop("_split_run_modes", None)
+    mode = run_modes(sandbox, [inspecting], LIMITS)[inspecting.id]
+    assert mode == split_mode.RunMode(False, "the tests introspect the program's namespace")
