@@ -31,7 +31,7 @@ from eval.generate import build_requests, generate_samples
 from eval.generation import SamplingConfig
 from eval.models import load_generator, resolve_format
 from eval.samples import SampleStore, check_identity, run_missing
-from eval.toolchains import sandbox_paths
+from eval.sandbox_start import Begun, close_started, start_sandbox
 
 log = logging.getLogger("eval.run")
 
@@ -61,7 +61,9 @@ def first_per_split(problems: list, limit: int) -> list:
 
 
 class EvalRun:
-    def __init__(self, cfg: EvalConfig, resolved: dict[str, Any]):
+    def __init__(self, cfg: EvalConfig, resolved: dict[str, Any], begun: Begun | None = None):
+        """``begun``: the sandbox of this interpreter, started while the preflight checks ran (taken
+        over where it shows every toolchain the problems need, else stopped)."""
         cfg.validate()
         self.cfg, self.resolved = cfg, resolved
         self.out = Path(cfg.out)
@@ -75,8 +77,13 @@ class EvalRun:
             seen.update(dict.fromkeys(p.splits))
         self.splits = list(options.splits) if options.splits else list(seen)
         self.fmt = resolve_format(cfg.model, cfg.backend)
+        self.languages = frozenset(p.language for p in problems)
         self._sandboxes: dict[str | None, Future] = {}  # of Sandbox
         self._lock = threading.Lock()
+        if begun is not None and self.languages <= begun.languages:
+            self._sandboxes[None] = begun.future
+        elif begun is not None:
+            close_started(begun.future)
         check_identity(self.out, _identity(cfg))
         self.store = SampleStore(self.out / "samples.jsonl")
         (self.out / "config.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
@@ -120,25 +127,11 @@ class EvalRun:
 
     def _starting(self, python: str | None) -> Future:
         with self._lock:
-            if python in self._sandboxes:
-                return self._sandboxes[python]
-            self._sandboxes[python] = future = Future()
-
-        def start() -> None:
-            try:
-                sandbox = self.cfg.sandbox.open(
-                    python=python,
-                    read_only=sandbox_paths({p.language for p in self.problems.values()}),
-                    # our interpreter's servers start ready for measured split runs (another's may lack slipcover)
-                    measured_split=self.cfg.score.measured_in_verdicts and python is None,
-                )
-            except BaseException as exc:  # raised where the sandbox is used
-                future.set_exception(exc)
-            else:
-                future.set_result(sandbox)
-
-        threading.Thread(target=start, name="sandbox-start", daemon=True).start()
-        return future
+            if python not in self._sandboxes:
+                # our interpreter's servers start ready for measured split runs (another's may lack slipcover)
+                measured = self.cfg.score.measured_in_verdicts and python is None
+                self._sandboxes[python] = start_sandbox(self.cfg.sandbox, python, self.languages, measured)
+            return self._sandboxes[python]
 
     def execute(self) -> int:
         s = self.cfg.sandbox
@@ -216,6 +209,5 @@ class EvalRun:
 
     def close(self) -> None:
         for future in self._sandboxes.values():
-            if future.exception() is None:  # waits for a pool still starting
-                future.result().close()
+            close_started(future)  # waits for a pool still starting
         self.store.close()

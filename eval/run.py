@@ -22,18 +22,36 @@ from core.config import to_validated
 from core.entry import App, run_app
 from eval.benchmarks import get_kind
 from eval.config import EvalConfig
+from eval.sandbox_start import Begun, close_started, start_sandbox
 
 
 def to_eval_config(cfg: Any) -> EvalConfig:
     return to_validated(cfg, EvalConfig)
 
 
+_BEGUN: dict[
+    int, Begun
+] = {}  # the sandbox begun for a validated config (by its id), until evaluate() takes it
+
+
 def preflight(cfg: EvalConfig) -> None:
-    """What can be checked before anything heavy loads: the benchmark's source, toolchains, the model."""
+    """What can be checked before anything heavy loads: the benchmark's source, toolchains, the model.
+    Meanwhile the sandbox of this interpreter starts booting, on other cores (a run that executes
+    samples takes it over; a failed check stops it)."""
     from eval.models import check_model
 
-    get_kind(cfg.benchmark.name).check(cfg.benchmark)
-    check_model(cfg.model, cfg.backend)
+    if cfg.stage in ("execute", "all"):
+        # the benchmark's languages where its options name them, else Python's: a run with others starts its own
+        languages = frozenset(getattr(cfg.benchmark, "languages", None) or ["python"])
+        future = start_sandbox(cfg.sandbox, None, languages, cfg.score.measured_in_verdicts)
+        _BEGUN[id(cfg)] = Begun(future, languages)
+    try:
+        get_kind(cfg.benchmark.name).check(cfg.benchmark)
+        check_model(cfg.model, cfg.backend)
+    except BaseException:
+        if id(cfg) in _BEGUN:
+            close_started(_BEGUN.pop(id(cfg)).future)
+        raise
 
 
 def evaluate(cfg: EvalConfig, resolved: dict[str, Any]) -> None:
@@ -41,9 +59,12 @@ def evaluate(cfg: EvalConfig, resolved: dict[str, Any]) -> None:
 
     out = Path(cfg.out)
     fresh = not out.exists()
+    begun = _BEGUN.pop(id(cfg), None)
     try:
-        run = EvalRun(cfg, resolved)
+        run = EvalRun(cfg, resolved, begun)
     except BaseException:
+        if begun is not None:
+            close_started(begun.future)
         if fresh:  # a run that stopped before its first sample leaves no folder behind
             shutil.rmtree(out, ignore_errors=True)
         raise

@@ -349,3 +349,55 @@ def test_a_sandbox_that_cannot_start_stops_a_model_before_it_generates(tmp_path,
         samples = (out / "samples.jsonl").read_text().splitlines() if (out / "samples.jsonl").exists() else []
         assert len(samples) == (0 if failing_stage == "generate" else 2)
     assert _RecordingEndpoint.bodies == []
+
+
+def test_the_sandbox_begun_during_the_checks_is_taken_over_or_stopped(tmp_path, monkeypatch):
+    """`eval.run` starts its interpreter's sandbox before the preflight checks: the run takes it over
+    (one sandbox for the whole command), and a failed check stops it."""
+    import eval.evaluation
+    import eval.run
+    from core.entry import run_app
+    from eval.sandbox_start import start_sandbox
+
+    started = []
+
+    def counted(*args):
+        started.append(start_sandbox(*args))
+        return started[-1]
+
+    monkeypatch.setattr(eval.run, "start_sandbox", counted)
+    monkeypatch.setattr(eval.evaluation, "start_sandbox", counted)
+    common = [
+        "benchmark=fixtures",
+        "benchmark.limit=1",
+        "gen.n=1",
+        "score.excess_code=false",
+        "sandbox.workers=1",
+    ]
+    run_app(eval.run.APP, [*common, "model=reference", f"out={tmp_path / 'ok'}"])
+    assert len(started) == 1 and json.loads((tmp_path / "ok" / "results.json").read_text())["metrics"]
+    with pytest.raises(SystemExit):  # a replay file that does not exist: a failed check
+        run_app(
+            eval.run.APP,
+            [*common, "model=replay", f"model.path={tmp_path / 'none.jsonl'}", f"out={tmp_path / 'x'}"],
+        )
+    assert len(started) == 2 and not eval.run._BEGUN
+    with pytest.raises(RuntimeError, match="closed"):
+        started[1].result().run("x = 1\n")
+
+
+def test_a_begun_sandbox_without_the_toolchains_the_problems_need_is_stopped(tmp_path):
+    from omegaconf import OmegaConf
+
+    from eval.sandbox_start import Begun, start_sandbox
+
+    cfg = compose_eval(["benchmark=fixtures", "benchmark.limit=1", "model=reference", f"out={tmp_path}"])
+    config = to_eval_config(cfg)
+    begun = Begun(start_sandbox(config.sandbox, None, ["go"], False), frozenset({"go"}))  # not Python's
+    run = EvalRun(config, OmegaConf.to_container(cfg, resolve=True), begun)
+    try:
+        with pytest.raises(RuntimeError, match="closed"):
+            begun.future.result().run("x = 1\n")
+        assert run.sandbox() is not begun.future.result() and run.sandbox().run("x = 1\n").passed
+    finally:
+        run.close()
