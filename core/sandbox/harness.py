@@ -66,7 +66,7 @@ with _siblings():  # before the fork: no per-run import
     import split_trusted  # noqa: F401
     import trusted_server  # noqa: F401
     import zygote as zygote_module
-    from coverage_run import exclusion, parse_coverage, prepared_coverage, prepared_parser
+    from coverage_run import parse_coverage, prepared_coverage
     from host_protocol import read_message, write_message
     from line_probes import prepared_probes
     from report_channel import DATA_CAP, REPORT_CAP, records, verdict
@@ -130,12 +130,10 @@ class Server(SplitRuns, Supervision):
             with contextlib.suppress(ImportError):
                 importlib.import_module(name)
         # what this server measures: "tracer", in-process runs under coverage.py; "probes", split runs'
-        # executed lines (line_probes.py; coverage.py's parser and the 66 modules it brings are loaded
-        # by the server alone, after the split: a run's process forks from a lighter zygote, about 70
-        # fewer copy-on-write faults a run); neither is loaded where nothing is measured
+        # executed lines (line_probes.py: slipcover only; coverage.py's analysis of them is the host's);
+        # neither is loaded where nothing is measured
         self.coverage = prepared_coverage(config["work_dir"]) if config.get("coverage") == "tracer" else None
-        self.probes = config.get("coverage") == "probes"
-        if self.probes:
+        if config.get("coverage") == "probes":
             prepared_probes()
         self.confine = confine.Confinement(self.native)
         self.folders = ScratchFolders(config, self.native, self.confine)
@@ -163,8 +161,6 @@ class Server(SplitRuns, Supervision):
             if os.getppid() != self.pid:
                 os._exit(70)
             self.zygote = zygote_module.ZygoteClient(server_end)
-            if self.probes:
-                self.exclude = prepared_parser(exclusion())
             self.wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
             os.close(signal.set_wakeup_fd(wake_w))
             try:

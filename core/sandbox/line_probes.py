@@ -9,8 +9,9 @@ after the verdict run. A split run measures in the verdict run itself instead:
   plain data, when the trusted side asks (``ProgramLines``);
 - the trusted process traces the frames of the tests' own file only (``TestLines``): a few lines
   per check, and no candidate code ever runs there;
-- the server maps both onto main.py and computes coverage.py's analysis (statements, exclusions,
-  missing lines: ``coverage_run.analysis``), so ExcessCode keeps coverage.py's numbers.
+- the server maps both onto main.py (``split_lines``), and the host computes coverage.py's analysis
+  from its own copy of the texts (statements, exclusions, missing lines: ``measured_coverage``), so
+  ExcessCode keeps coverage.py's numbers and no server loads coverage.py to measure split runs.
 
 Not reward-grade: the candidate's process may report any lines it likes (docs/sandbox.md). Loaded
 only by servers that measure split runs ("probes" servers): slipcover's probe module writes into
@@ -19,6 +20,7 @@ code objects, a primitive a program judged in its own process must not find prel
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -26,9 +28,9 @@ import types
 from typing import TypeGuard
 
 try:  # in the sandbox the harness loads this file from its own folder
-    from coverage_run import analysis
+    from coverage_run import analysis, exclusion
 except ImportError:
-    from core.sandbox.coverage_run import analysis
+    from core.sandbox.coverage_run import analysis, exclusion
 
 NEWLINE = re.compile(r"\r\n|\r|\n")  # the line breaks compile() counts
 
@@ -104,9 +106,10 @@ def is_line_list(value: object) -> TypeGuard[list[int]]:
     return type(value) is list and all(type(n) is int and 0 < n < 10_000_000 for n in value)
 
 
-def split_coverage(program: str, tests: str, outcome: bytes, exclude: str) -> dict:
-    """The coverage of a passing split run, from the lines its trusted side reported (its own and
-    the candidate's), or why there is none."""
+def split_lines(program: str, outcome: bytes) -> dict:
+    """The executed lines of main.py of a passing split run, from what its trusted side reported
+    (its own lines and the candidate's), or why there are none: ``{"executed": [...]}``, which the
+    host turns into coverage.py's analysis (`measured_coverage`)."""
     try:
         reported = json.loads(outcome).get("lines") or {}
         executed = main_py_lines(program, reported.get("program"), reported.get("tests"))
@@ -114,4 +117,19 @@ def split_coverage(program: str, tests: str, outcome: bytes, exclude: str) -> di
         executed = None
     if executed is None:
         return {"error": "the run passed but sent no readable lines"}
-    return analysis(program + "\n" + tests, executed, exclude)
+    return {"executed": sorted(executed)}
+
+
+def measured_coverage(program: str, tests: str, executed: list[int]) -> dict:
+    """coverage.py's analysis of main.py (program + "\n" + tests) given the lines that ran, on the
+    host: the texts are the host's own copies, the lines are checked numbers (`is_line_list`), and
+    the parser never runs in the sandbox's processes (no server loads coverage.py to measure)."""
+    try:
+        return analysis(program + "\n" + tests, set(executed), _exclusion())
+    except Exception as exc:  # coverage.py's parser on a text that compiled but that it cannot read
+        return {"error": f"coverage.py cannot analyse the program: {type(exc).__name__}: {exc}"[:500]}
+
+
+@functools.cache
+def _exclusion() -> str:
+    return exclusion()

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, NoReturn, cast
 
 try:  # in the sandbox the harness loads these files from its own folder
     import trusted_server
-    from line_probes import split_coverage
+    from line_probes import split_lines
     from report_channel import retires, split_verdict
     from run_process import (
         PR_SET_PDEATHSIG,
@@ -34,7 +34,7 @@ try:  # in the sandbox the harness loads these files from its own folder
     from zygote import payload_fd
 except ImportError:
     from core.sandbox import trusted_server
-    from core.sandbox.line_probes import split_coverage
+    from core.sandbox.line_probes import split_lines
     from core.sandbox.report_channel import retires, split_verdict
     from core.sandbox.run_process import (
         PR_SET_PDEATHSIG,
@@ -66,7 +66,6 @@ class SplitRuns:
     outcome: bytes | None = None  # its answer for the current split run (b"": it died first)
     trusted_status: int | None = None  # its exit status, where it died in the current run
     trusted_command: int | None = None  # a split command's trusted process, while it runs
-    exclude: str = ""  # coverage.py's exclusions, where this server measures split runs ("probes")
 
     # What these methods use of harness.Server and supervision.Supervision (declared, not set, here).
     pid: int
@@ -142,7 +141,7 @@ class SplitRuns:
         result = self._result(status, exit_code, stdout, stderr, duration, detail)
         result.update(counts, mode="split")
         if measure and status == "passed":
-            result["coverage"] = split_coverage(job["program"], job["tests"], self.outcome, self.exclude)
+            result["coverage"] = split_lines(job["program"], self.outcome)  # the host analyses them
         return result
 
     def _trusted(self, limits: dict):

@@ -16,6 +16,7 @@ from typing import IO, Protocol, cast
 from core.sandbox.cgroup import Cgroup
 from core.sandbox.host_protocol import read_message, write_message
 from core.sandbox.limits import SandboxLimits
+from core.sandbox.line_probes import is_line_list, measured_coverage
 from core.sandbox.result import MODES, PASSING, STATUSES, ExecutionResult
 
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness.py")
@@ -180,6 +181,8 @@ class Worker:
             result = _to_result(reply)
             if reply.get("restart"):
                 self.stop()
+            if result.coverage is not None and "executed" in result.coverage:
+                result = _analysed(result, job)
         if result.status in ("killed", "failed") and self._cgroup and self._cgroup.oom_kills() > oom_before:
             detail = (
                 f"OOM kill in the worker's memory cgroup ({limits.memory_mb} MB + overhead); {result.detail}"
@@ -271,11 +274,22 @@ def _to_result(reply: dict) -> ExecutionResult:
     )
 
 
+def _analysed(result: ExecutionResult, job: dict) -> ExecutionResult:
+    """A measured split Python run's executed lines as coverage.py's analysis, from the job's texts;
+    executed lines sent for any other job are a malformed reply."""
+    if not (job.get("kind") == "python" and job.get("split") and job.get("coverage")):
+        return ExecutionResult.error("malformed reply from the sandbox server: lines for a run not measured")
+    executed = cast(list, cast(dict, result.coverage)["executed"])  # a list of line numbers (_to_result)
+    return replace(result, coverage=measured_coverage(job["program"], job["tests"], executed))
+
+
 def _is_coverage(value: object) -> bool:
     if not isinstance(value, dict):
         return False
     if set(value) == {"error"}:
         return isinstance(value["error"], str)
+    if set(value) == {"executed"}:  # a split run's lines, analysed here (line_probes.measured_coverage)
+        return is_line_list(value["executed"])
     return set(value) == {"statements", "excluded", "missing"} and all(
         isinstance(lines, list) and all(type(n) is int for n in lines) for lines in value.values()
     )

@@ -14,7 +14,7 @@ import textwrap
 import pytest
 
 from core.sandbox import SandboxLimits, make_sandbox
-from core.sandbox.line_probes import main_py_lines, split_coverage
+from core.sandbox.line_probes import main_py_lines, measured_coverage, split_lines
 
 LIMITS = SandboxLimits(timeout_s=6.0, memory_mb=512)
 PROGRAM = "def add(a, b):\n    if a < 0:\n        return 0\n    return a + b\n"
@@ -87,9 +87,9 @@ def test_the_probe_module_is_never_preloaded_where_a_program_is_judged_in_proces
     assert sandbox.run(PROGRAM, TESTS, split=True).passed
 
 
-def test_a_measured_candidate_carries_slipcover_but_not_the_parser_of_the_server(sandbox):
-    """coverage.py's parser (and the sqlite3, pickle and multiprocessing it imports) is loaded by the
-    server after it splits from the zygote: every run's process forks from a zygote without it."""
+def test_a_measured_candidate_carries_slipcover_but_not_coverage_py(sandbox):
+    """The host analyses a split run's lines: no probes server loads coverage.py (nor the sqlite3,
+    pickle and multiprocessing it imports), so no run's process forks from a zygote that holds it."""
     check = "import sys\nassert 'slipcover' in sys.modules and 'coverage' not in sys.modules, 'preloaded'\n"
     result = sandbox.run(PROGRAM + check, TESTS, split=True, coverage=True)
     assert result.passed and result.coverage["missing"] == [3]
@@ -111,6 +111,36 @@ def test_test_lines_are_shifted_by_the_programs_lines_as_compile_counts_them(pro
 
 def test_a_malformed_outcome_is_no_coverage():
     for outcome in (b"", b"[]", b'{"lines": 3}', b'{"lines": {"program": [1]}}', b"[" * 100_000):
-        assert split_coverage(PROGRAM, TESTS, outcome, "") == {
-            "error": "the run passed but sent no readable lines"
-        }
+        assert split_lines(PROGRAM, outcome) == {"error": "the run passed but sent no readable lines"}
+    assert split_lines(PROGRAM, b'{"lines": {"program": [1, 2], "tests": [1]}}') == {"executed": [1, 2, 6]}
+
+
+def test_the_host_analyses_the_lines_with_its_own_texts():
+    assert measured_coverage(PROGRAM, TESTS, [1, 2, 4, 6, 7, 9]) == {
+        "statements": [1, 2, 3, 4, 6, 7, 9],
+        "excluded": [],
+        "missing": [3],
+    }
+    assert "error" in measured_coverage("def f(:\n", TESTS, [1])  # a text the parser cannot read
+
+
+def test_lines_are_analysed_only_for_the_measured_split_run_that_sent_them():
+    from core.sandbox.worker import _analysed, _to_result
+
+    result = _to_result(
+        {"status": "passed", "exit_code": 0, "mode": "split", "coverage": {"executed": [1, 2, 4]}}
+    )
+    assert result.passed and result.coverage == {"executed": [1, 2, 4]}
+    job = {"kind": "python", "split": True, "coverage": True, "program": PROGRAM, "tests": TESTS}
+    assert _analysed(result, job).coverage == {
+        "statements": [1, 2, 3, 4, 6, 7, 9],
+        "excluded": [],
+        "missing": [3, 6, 7, 9],
+    }
+    for unmeasured in (
+        {**job, "coverage": False},
+        {**job, "split": False},
+        {"kind": "command", "split": True},
+    ):
+        assert not _analysed(result, unmeasured).passed
+    assert not _to_result({"status": "passed", "mode": "split", "coverage": {"executed": [0]}}).passed
