@@ -29,9 +29,8 @@ def to_eval_config(cfg: Any) -> EvalConfig:
     return to_validated(cfg, EvalConfig)
 
 
-_BEGUN: dict[
-    int, Begun
-] = {}  # the sandbox begun for a validated config (by its id), until evaluate() takes it
+# the sandbox begun for a validated config (by its id) in preflight, until evaluate() takes it over
+_BEGUN: dict[int, Begun] = {}
 
 
 def preflight(cfg: EvalConfig) -> None:

@@ -9,6 +9,7 @@ coverage.py, imported only by servers that measure.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 
@@ -52,6 +53,7 @@ def send_coverage(collector, source: str, main_path: str, data_fd: int) -> None:
         view = view[os.write(data_fd, view) :]
 
 
+@functools.cache
 def exclusion() -> str:
     """coverage.py's default exclusions and CanItEdit's, as one regular expression (what a
     collector configured as CanItEdit's .coveragerc reports as its exclude list)."""

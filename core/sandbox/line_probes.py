@@ -20,7 +20,6 @@ code objects, a primitive a program judged in its own process must not find prel
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import sys
@@ -125,11 +124,6 @@ def measured_coverage(program: str, tests: str, executed: list[int]) -> dict:
     host: the texts are the host's own copies, the lines are checked numbers (`is_line_list`), and
     the parser never runs in the sandbox's processes (no server loads coverage.py to measure)."""
     try:
-        return analysis(program + "\n" + tests, set(executed), _exclusion())
+        return analysis(program + "\n" + tests, set(executed), exclusion())
     except Exception as exc:  # coverage.py's parser on a text that compiled but that it cannot read
         return {"error": f"coverage.py cannot analyse the program: {type(exc).__name__}: {exc}"[:500]}
-
-
-@functools.cache
-def _exclusion() -> str:
-    return exclusion()

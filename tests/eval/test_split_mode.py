@@ -161,7 +161,7 @@ def test_the_command_prints_the_share_of_split_problems(capsys):
 
 def test_a_stored_decision_holds_only_for_the_code_that_made_it(tmp_path, monkeypatch, sandbox):
     """A stored decision's key holds this module's source (a decision made by other rules is made
-    again), and no stored record moves a problem that its text keeps in process."""
+    again)."""
     from eval import split_mode
 
     monkeypatch.setenv("EDITFORGE_CACHE", str(tmp_path / "cache"))
@@ -174,10 +174,25 @@ def test_a_stored_decision_holds_only_for_the_code_that_made_it(tmp_path, monkey
     with monkeypatch.context() as patched:
         patched.setattr(split_mode, "__file__", str(edited))
         assert split_mode._key(p, split_mode._salt(sandbox, LIMITS)) != key
-    inspecting = problem("assert 'f' in dir()\n")
-    split_mode._store(
-        split_mode._key(inspecting, split_mode._salt(sandbox, LIMITS)), split_mode.RunMode(True)
-    )
+
+
+@pytest.mark.parametrize(
+    ("tests", "reason"),
+    [
+        ("assert 'f' in dir()\n", "the tests introspect the program's namespace"),
+        ("src = open(__file__).read()\nassert f(1) == 1\n", "the tests load the program by path"),
+        ("class G(Base):\n    kind = 1\n", "the tests subclass the program's class Base"),
+    ],
+)
+def test_a_record_left_in_the_cache_never_moves_a_problem_its_text_keeps_in_process(
+    tmp_path, monkeypatch, sandbox, tests, reason
+):
+    """Files left for a later run: whoever can write the cache may plant a decision under a problem's
+    key; the problem's own text is checked first, so the plant changes nothing."""
+    from eval import split_mode
+
+    monkeypatch.setenv("EDITFORGE_CACHE", str(tmp_path / "cache"))
+    planted = problem(tests, "class Base:\n    kind = 0\n\ndef f(x):\n    return x\n")
+    split_mode._store(split_mode._key(planted, split_mode._salt(sandbox, LIMITS)), split_mode.RunMode(True))
     sandbox.__dict__.pop("_split_run_modes", None)
-    mode = run_modes(sandbox, [inspecting], LIMITS)[inspecting.id]
-    assert mode == split_mode.RunMode(False, "the tests introspect the program's namespace")
+    assert run_modes(sandbox, [planted], LIMITS)[planted.id] == split_mode.RunMode(False, reason)
