@@ -81,7 +81,6 @@ def bwrap_argv(
     ``read_only``: host folders outside ``SYSTEM_PATHS`` that commands need (a compiler installed
     under ~/.rustup, prebuilt libraries), visible read-only at the same path.
     """
-    str(profile.disk_mb << 20)
     argv = [binary]
     for path in SYSTEM_PATHS:
         if os.path.islink(path):  # merged /usr: /bin -> usr/bin
@@ -218,6 +217,7 @@ def _try(binary: str, userns: bool) -> str | None:
         "--",
         sys.executable,
         "-I",
+        "-S",  # the interpreter starts in the namespaces (its site-packages: the server's own start)
         "-c",
         "",
     ]
