@@ -147,7 +147,8 @@ class EvalRun:
         with tqdm(total=todo, desc="Executing", unit="sample") as bar:
             for python, jobs in by_python.items():
                 measure = self.cfg.score.measured_in_verdicts
-                ctx = ExecContext(self.sandbox(python), s.limits, s.max_code_bytes, measure)
+                coverage_limits = replace(s.limits, timeout_s=s.coverage_timeout_s)
+                ctx = ExecContext(self.sandbox(python), s.limits, s.max_code_bytes, measure, coverage_limits)
                 run_missing(
                     self.store,
                     "execution",

@@ -39,7 +39,9 @@ runs split (slipcover's probes in the program's process, the tests' lines traced
 process: core/sandbox/line_probes.py), and by a second run under coverage.py's tracer where it runs
 in process; where its tests take helpers from the benchmark's text (HumanEvalFix's ``poly``: in
 its verdict run the program's own copy never runs, in one file it does), by a second split run in
-which the program's own functions serve the tests, as in one file; ``coverage.py``, that second run for every passing sample, as upstream. Both give
+which the program's own functions serve the tests, as in one file (these second runs follow their
+verdicts in the same batch: eval/execute.py); ``coverage.py``, a second run under coverage.py for
+every passing sample while scoring, as upstream. Both give
 the same statements, exclusions and missing lines (tests/eval/test_coverage_probes.py). Usage,
 as samples finish:
 
@@ -115,9 +117,7 @@ class CoverageReport:
         """The coverage a sandboxed run measured of a ``file_lines``-line file; CoverageError when
         it has none or sent numbers that cannot be coverage (the run wrote them: it can lie
         about its own lines, not make us count a trillion)."""
-        if not result.passed:
-            raise CoverageError(f"the program did not pass under coverage ({result.status}): {result.detail}")
-        return cls.from_measured(result.coverage, file_lines)
+        return cls.from_measured(measured_of(result), file_lines)
 
     @classmethod
     def from_measured(cls, measured: dict | None, file_lines: int) -> CoverageReport:
@@ -133,6 +133,14 @@ class CoverageReport:
                 "the run sent inconsistent coverage (lines outside the file or not statements)"
             )
         return cls(sorted(statements), sorted(missing), sorted(excluded))
+
+
+def measured_of(result: ExecutionResult) -> dict:
+    """What a coverage run measured, as an execution record keeps it (`CoverageReport.from_measured`
+    reads it back): its lines, or why it has none."""
+    if not result.passed:
+        return {"error": f"the program did not pass under coverage ({result.status}): {result.detail}"}
+    return result.coverage or {"error": "the run measured no coverage"}
 
 
 def coverage_reports(

@@ -20,6 +20,7 @@ from typing import Any
 from core.problems import Problem
 from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from core.sandbox.declared import unverified_flags
+from eval.excess_code import measured_of
 from eval.languages import command_job
 from eval.split_mode import benchmark_modules, run_modes
 
@@ -88,11 +89,14 @@ def run_programs(
     jobs: Sequence[tuple[Problem, str]],
     limits: SandboxLimits,
     coverage: bool = False,
+    coverage_limits: SandboxLimits | None = None,
 ) -> list[ExecutionResult]:
     """Run each (problem, program) with the problem's tests: Python in the interpreter harness, other
     languages as their toolchain's command line (in parallel, each with its own limits).
     ``coverage``: Python runs that run split without helpers also measure their lines
-    (eval/excess_code.py)."""
+    (eval/excess_code.py), and every other passing Python run is measured by a second run at once
+    (under ``coverage_limits``, default ``limits``), so that no coverage run waits for the last
+    verdict."""
     python = [(i, p, c) for i, (p, c) in enumerate(jobs) if p.language == "python"]
     results: list[ExecutionResult | None] = [None] * len(jobs)
     problems = list({p.id: p for _, p, _ in python}.values())
@@ -109,7 +113,7 @@ def run_programs(
             unverified=[unverified[p.id] for _, p, _ in python],
             split=[modes[p.id].split for _, p, _ in python],
             # where the tests take helpers from the benchmark's text, the program's copies never run
-            # in a split run: their coverage comes from a run in process (eval/excess_code.py)
+            # in a split run: their coverage comes from a second run, without them (_measure_the_rest)
             coverage=[coverage and modes[p.id].split and not p.helpers for _, p, _ in python],
             helpers=[p.helpers for _, p, _ in python],
             modules=[modules[p.id] for _, p, _ in python],
@@ -117,6 +121,8 @@ def run_programs(
         strict=True,
     ):
         results[i] = result
+    if coverage:
+        _measure_the_rest(sandbox, python, results, coverage_limits or limits, unverified)
 
     split = sandbox.split_commands()  # JavaScript's tests apart from the program, where Landlock allows
 
@@ -141,15 +147,44 @@ def run_programs(
     return results  # type: ignore[return-value]
 
 
+def _measure_the_rest(
+    sandbox: Sandbox,
+    python: Sequence[tuple[int, Problem, str]],
+    results: list[ExecutionResult | None],
+    limits: SandboxLimits,
+    unverified: dict[str, bool],
+) -> None:
+    """Each passing run that did not measure its lines (in process, or split with the benchmark's
+    helpers) gets them from a coverage run, as the score stage would run it (split ones split
+    without helpers, the others under coverage.py), kept with its verdict."""
+    todo = [(i, p, c) for i, p, c in python if _unmeasured(results[i])]
+    if not todo:
+        return
+    runs = sandbox.run_many(
+        [(c, p.tests) for _, p, c in todo],
+        limits=limits,
+        coverage=True,
+        unverified=[unverified[p.id] for _, p, _ in todo],
+        split=[results[i].mode == "split" for i, _, _ in todo],  # type: ignore[union-attr]
+    )
+    for (i, _, _), run in zip(todo, runs, strict=True):
+        results[i] = replace(results[i], coverage=measured_of(run))  # type: ignore[arg-type]
+
+
+def _unmeasured(result: ExecutionResult | None) -> bool:
+    return result is not None and result.passed and result.coverage is None
+
+
 def program_verdicts(
     jobs: Sequence[tuple[Problem, str]],
     sandbox: Sandbox,
     limits: SandboxLimits,
     max_code_bytes: int,
     coverage: bool = False,
+    coverage_limits: SandboxLimits | None = None,
 ) -> list[dict[str, Any]]:
     """A verdict per (problem, code): cheap checks first, then the rest run together."""
     early = [precheck(code, problem.language, max_code_bytes) for problem, code in jobs]
     runs = [job for job, e in zip(jobs, early, strict=True) if e is None]
-    results = iter(run_programs(sandbox, runs, limits, coverage) if runs else [])
+    results = iter(run_programs(sandbox, runs, limits, coverage, coverage_limits) if runs else [])
     return [early_verdict(*e) if e else verdict(next(results)) for e in early]

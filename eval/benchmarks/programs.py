@@ -1,7 +1,8 @@
 """The kinds whose problems are one program plus its tests (CanItEdit, the fixtures, HumanEvalFix,
 EDIT-Bench): a sample passes when its program runs the tests to the end; scored as pass@k per
 split with CanItEdit's ExcessCode over passing Python samples (coverage measured in the verdict
-run where a sample runs split, else while scoring: eval/excess_code.py)."""
+run where a sample runs split, else by a second run right after it, or while scoring with
+score.coverage=coverage.py: eval/excess_code.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,12 @@ class ProgramKind(BenchmarkKind):
 
     def execute(self, jobs: list[Job], ctx: ExecContext) -> list[dict[str, Any]]:
         return program_verdicts(
-            [(j.problem, j.code) for j in jobs], ctx.sandbox, ctx.limits, ctx.max_code_bytes, ctx.coverage
+            [(j.problem, j.code) for j in jobs],
+            ctx.sandbox,
+            ctx.limits,
+            ctx.max_code_bytes,
+            ctx.coverage,
+            ctx.coverage_limits,
         )
 
     def score(self, ctx: ScoreContext) -> Scored:
