@@ -4,7 +4,8 @@
     if __name__ == "__main__":
         run_app(APP)
 
-Order: compose the config (Hydra), convert it strictly (`to_validated`), run `preflight`
+Order: compose the config (Hydra; a command line of overrides alone through its compose API, once,
+anything else through its own entry), convert it strictly (`to_validated`), run `preflight`
 (checks of this machine that need no heavy import: paths exist, packages are installed,
 the hub is reachable), then `run`, which imports the heavy stack itself. `--cfg job` also
 validates before it prints. A `UserError` (and a config that does not compose) prints one
@@ -15,6 +16,9 @@ and exits 130. Any other exception is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import atexit
+import functools
+import gc
 import os
 import sys
 import time
@@ -49,6 +53,7 @@ class App:
 
 def run_app(app: App, argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    _freeze_heap_at_exit()
     quiet_libraries()
     register_resolvers()
     full_error = os.environ.get("HYDRA_FULL_ERROR")
@@ -70,6 +75,14 @@ def run_app(app: App, argv: list[str] | None = None) -> None:
             os.environ.pop("HYDRA_FULL_ERROR", None)
         else:
             os.environ["HYDRA_FULL_ERROR"] = full_error
+
+
+@functools.cache
+def _freeze_heap_at_exit() -> None:
+    """The interpreter's last collections at exit walk every object the command made, only to
+    free what the exit frees anyway (about 70 ms of `eval.run`'s 1.8 s): frozen, they skip them.
+    Registered once, before the libraries' own handlers, so it runs after them."""
+    atexit.register(gc.freeze)
 
 
 def print_user_error(err: BaseException) -> None:
@@ -127,6 +140,11 @@ def _run(app: App, argv: list[str], validated: list[Any]) -> None:
         except Exception as err:  # raised below, past Hydra's "Error executing job" log line
             failed.append(err)
 
+    if only_overrides(argv):  # composed once: Hydra's own entry composes twice (the first for its run mode)
+        task(compose_config(app, args.overrides))
+        if failed:
+            raise failed[0]
+        return
     task.__module__ = app.run.__module__  # Hydra names the job after the task's module
     main = hydra.main(version_base=None, config_path=str(app.config_dir), config_name=app.config_name)(task)
     saved = sys.argv
@@ -139,18 +157,29 @@ def _run(app: App, argv: list[str], validated: list[Any]) -> None:
         raise failed[0]
 
 
-def validate_overrides(app: App, overrides: list[str], config_name: str | None = None) -> Any:
-    """Compose `app`'s config with `overrides` and convert it strictly (no preflight, no run)."""
+def only_overrides(argv: list[str]) -> bool:
+    """Whether a command line is config overrides alone: no Hydra flag (--multirun, --cfg, --help,
+    --config-name ...) and no override of Hydra's own settings (hydra.*, hydra/...), which only
+    Hydra's own entry applies."""
+    return all(not arg.startswith("-") and not arg.lstrip("+~").startswith("hydra") for arg in argv)
+
+
+def compose_config(app: App, overrides: list[str], config_name: str | None = None) -> Any:
+    """`app`'s config composed with `overrides` (Hydra's compose API), without Hydra's own node."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(app.config_dir), version_base=None):
-            cfg = compose(config_name=config_name or app.config_name, overrides=list(overrides))
+            return compose(config_name=config_name or app.config_name, overrides=list(overrides))
     finally:
         GlobalHydra.instance().clear()
-    return to_validated(cfg, app.schema)
+
+
+def validate_overrides(app: App, overrides: list[str], config_name: str | None = None) -> Any:
+    """Compose `app`'s config with `overrides` and convert it strictly (no preflight, no run)."""
+    return to_validated(compose_config(app, overrides, config_name), app.schema)
 
 
 def is_user_error(err: BaseException) -> bool:

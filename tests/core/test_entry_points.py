@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -251,3 +252,48 @@ def test_a_start_up_error_under_torchrun_is_one_line_however_the_ranks_are_sched
         assert errors and all(e.startswith("error: rank ") and "needs a GPU" in e for e in errors), (
             proc.stderr
         )
+
+
+@dataclass
+class _Counted:
+    x: int = 1
+    name: str = "a"
+
+    def validate(self) -> None:
+        if self.x < 0:
+            raise ValueError("x must be >= 0")
+
+
+def test_overrides_alone_compose_once_and_hydra_flags_still_take_hydras_own_entry(tmp_path, monkeypatch):
+    """A command line of overrides is composed once, through Hydra's compose API, into the same
+    config and record as Hydra's own entry makes; a sweep (-m) and hydra.* overrides still go there."""
+    from hydra._internal.hydra import Hydra
+
+    from core.entry import App, only_overrides, run_app
+
+    assert only_overrides(["x=2", "+y=3", "~z", "model=reference"])
+    assert not any(
+        only_overrides(argv)
+        for argv in (["-m", "x=1,2"], ["--cfg", "job"], ["hydra.verbose=true"], ["+hydra/x=y"])
+    )
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "app.yaml").write_text("x: 1\nname: run-${x}\n")
+    monkeypatch.chdir(tmp_path)
+    runs: list[tuple[_Counted, dict]] = []
+    compositions: list[str] = []
+    compose = Hydra.compose_config
+
+    def counted(self, *args, **kwargs):
+        compositions.append(kwargs.get("config_name") or args[0])
+        return compose(self, *args, **kwargs)
+
+    monkeypatch.setattr(Hydra, "compose_config", counted)
+    app = App("app", _Counted, run=lambda config, record: runs.append((config, record)), config_dir=conf)
+    run_app(app, ["x=2"])
+    assert len(compositions) == 1
+    run_app(app, ["x=2", "hydra.verbose=false"])
+    assert len(compositions) == 3  # Hydra's entry: once for its run mode, once to run
+    assert runs[0] == runs[1] == (_Counted(x=2, name="run-2"), {"x": 2, "name": "run-2"})
+    run_app(app, ["-m", "x=3,4", "hydra.sweep.dir=sweep"])
+    assert [config.x for config, _ in runs[2:]] == [3, 4]
