@@ -39,9 +39,9 @@ runs split (slipcover's probes in the program's process, the tests' lines traced
 process: core/sandbox/line_probes.py), and by a second run under coverage.py's tracer where it runs
 in process; where its tests take helpers from the benchmark's text (HumanEvalFix's ``poly``: in
 its verdict run the program's own copy never runs, in one file it does), by a second split run in
-which the program's own functions serve the tests, as in one file (these second runs follow their
-verdicts in the same batch: eval/execute.py); ``coverage.py``, a second run under coverage.py for
-every passing sample while scoring, as upstream. Both give
+which the program's own functions serve the tests, as in one file (right after their verdicts, in
+the same batch: eval/execute.py); ``coverage.py``, a second run under coverage.py for every passing
+sample while scoring, as upstream. Both give
 the same statements, exclusions and missing lines (tests/eval/test_coverage_probes.py). Usage,
 as samples finish:
 

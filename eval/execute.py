@@ -94,9 +94,10 @@ def run_programs(
     """Run each (problem, program) with the problem's tests: Python in the interpreter harness, other
     languages as their toolchain's command line (in parallel, each with its own limits).
     ``coverage``: Python runs that run split without helpers also measure their lines
-    (eval/excess_code.py), and every other passing Python run is measured by a second run at once
-    (under ``coverage_limits``, default ``limits``), so that no coverage run waits for the last
-    verdict."""
+    (eval/excess_code.py), and passing ones with helpers are measured by a second split run at once
+    (under ``coverage_limits``, default ``limits``), so that their coverage run waits for no later
+    verdict. (Runs in process are measured under coverage.py while scoring, all together: a server
+    that measures them is of another kind, and alternating would restart the workers' servers.)"""
     python = [(i, p, c) for i, (p, c) in enumerate(jobs) if p.language == "python"]
     results: list[ExecutionResult | None] = [None] * len(jobs)
     problems = list({p.id: p for _, p, _ in python}.values())
@@ -154,10 +155,10 @@ def _measure_the_rest(
     limits: SandboxLimits,
     unverified: dict[str, bool],
 ) -> None:
-    """Each passing run that did not measure its lines (in process, or split with the benchmark's
-    helpers) gets them from a coverage run, as the score stage would run it (split ones split
-    without helpers, the others under coverage.py), kept with its verdict."""
-    todo = [(i, p, c) for i, p, c in python if _unmeasured(results[i])]
+    """Each passing split run that did not measure its lines (the benchmark's helpers served its
+    tests) gets them from a second split run without the helpers, as the score stage would run it,
+    kept with its verdict."""
+    todo = [(i, p, c) for i, p, c in python if _unmeasured_split(results[i])]
     if not todo:
         return
     runs = sandbox.run_many(
@@ -165,14 +166,14 @@ def _measure_the_rest(
         limits=limits,
         coverage=True,
         unverified=[unverified[p.id] for _, p, _ in todo],
-        split=[results[i].mode == "split" for i, _, _ in todo],  # type: ignore[union-attr]
+        split=True,
     )
     for (i, _, _), run in zip(todo, runs, strict=True):
         results[i] = replace(results[i], coverage=measured_of(run))  # type: ignore[arg-type]
 
 
-def _unmeasured(result: ExecutionResult | None) -> bool:
-    return result is not None and result.passed and result.coverage is None
+def _unmeasured_split(result: ExecutionResult | None) -> bool:
+    return result is not None and result.passed and result.mode == "split" and result.coverage is None
 
 
 def program_verdicts(

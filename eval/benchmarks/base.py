@@ -51,8 +51,8 @@ class ExecContext:
     sandbox: Sandbox  # started for the jobs' interpreter
     limits: SandboxLimits
     max_code_bytes: int  # larger code fails as too_large without running
-    coverage: bool = False  # passing runs also measure ExcessCode's lines (score.coverage=probes)
-    coverage_limits: SandboxLimits | None = None  # of the coverage runs of passing runs that measured none
+    coverage: bool = False  # passing split runs also measure ExcessCode's lines (score.coverage=probes)
+    coverage_limits: SandboxLimits | None = None  # of the second runs that measure split runs with helpers
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """The kinds whose problems are one program plus its tests (CanItEdit, the fixtures, HumanEvalFix,
 EDIT-Bench): a sample passes when its program runs the tests to the end; scored as pass@k per
 split with CanItEdit's ExcessCode over passing Python samples (coverage measured in the verdict
-run where a sample runs split, else by a second run right after it, or while scoring with
-score.coverage=coverage.py: eval/excess_code.py)."""
+run where a sample runs split, by a second split run right after it where its tests take helpers,
+else while scoring: eval/excess_code.py)."""
 
 from __future__ import annotations
 

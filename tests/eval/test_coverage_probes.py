@@ -164,6 +164,8 @@ def test_probes_equal_coverage_py_line_for_line(measured):
     cases, modes, records, traced, _ = measured
     compared = 0
     for (name, problem, code), record, report in zip(cases, records, traced, strict=True):
+        if "coverage" not in record:  # runs in process: measured while scoring (the test below)
+            continue
         ours = CoverageReport.from_measured(
             record["coverage"], len((code + "\n" + problem.tests).splitlines())
         )
@@ -174,17 +176,18 @@ def test_probes_equal_coverage_py_line_for_line(measured):
         ), name
         assert ours.percent == report.percent and ours.reported_missing == report.reported_missing, name
         compared += 1
-    assert compared == len(cases)
+    assert compared == sum(modes[p.id].split for _, p, _ in cases)
 
 
-def test_every_passing_sample_leaves_the_execute_stage_measured(measured):
-    """Measured in its verdict run where it ran split without helpers, else by a second run made at
-    once (split without the helpers, or in process under coverage.py): no coverage run waits for
-    the score stage."""
+def test_every_passing_split_sample_leaves_the_execute_stage_measured(measured):
+    """Measured in its verdict run where it ran split without helpers, else by a second split run
+    without them made at once; samples that run in process are measured while scoring."""
     cases, modes, records, _, _ = measured
-    for (name, _, _), record in zip(cases, records, strict=True):
-        assert record["passed"] and "error" not in record["coverage"], name
+    for (name, problem, _), record in zip(cases, records, strict=True):
+        assert record["passed"] and ("coverage" in record) == modes[problem.id].split, name
+        assert "error" not in record.get("coverage", {}), name
     assert any(p.helpers and modes[p.id].split for _, p, _ in cases), "HumanEvalFix's helpers' problems"
+    assert not all(modes[p.id].split for _, p, _ in cases), "a fixture runs in process"
 
 
 def test_the_score_stage_writes_coverage_py_figures_for_every_sample(measured):
