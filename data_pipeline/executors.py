@@ -31,9 +31,9 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 from datasets import Dataset
-from tqdm.auto import tqdm
 
 from core.errors import UserError
+from core.progress import tqdm
 from data_pipeline.shards import ArrowSource, arrow_source, batches, dataset_from_files, write_arrow
 
 BatchFn = Callable[..., dict[str, list]]

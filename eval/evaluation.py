@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from tqdm.auto import tqdm
 
 from core.config import wandb_has_key
+from core.progress import tqdm
 from core.sandbox import Sandbox
 from eval.benchmarks import get_kind
 from eval.benchmarks.base import ExecContext, Job, ScoreContext

@@ -38,10 +38,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from core.batches import run_all
 from core.benchmarks.apiupdate import BUILD_CHOICES
+from core.progress import tqdm
 from core.sandbox import Sandbox, SandboxLimits
 from core.sandbox.declared import unverified_flags
 from eval.apiupdate.apis import STDLIB, api_calls, roots_of

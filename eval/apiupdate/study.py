@@ -29,11 +29,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from core.editing import APIUpdate, EditExample, Editor
 from core.formats import PromptFormat
 from core.problems import Problem
+from core.progress import tqdm
 from core.sandbox import Sandbox, SandboxLimits
 from eval.apiupdate.enforce import calls_api, run_enforced
 from eval.apiupdate.metrics import score_outcomes, shapley_rows

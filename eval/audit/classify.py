@@ -20,11 +20,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from core.errors import ConfigError, UserError
 from core.openai_client import EndpointConfig, EndpointError, OpenAIClient
 from core.problems import Problem
+from core.progress import tqdm
 from eval.audit import labels as L
 from eval.audit.rules import Label, classify_rules
 

@@ -18,10 +18,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from core import batches
 from core.problems import Problem
+from core.progress import tqdm
 
 log = logging.getLogger("eval.audit")
 Rows = dict[str, dict[str, Any] | None]

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tqdm.auto import tqdm
-
+from core.progress import tqdm
 from eval.benchmarks.base import BenchmarkKind, ExecContext, Job, ScoreContext, Scored
 from eval.execute import program_verdicts
 from eval.report import render_report

@@ -297,3 +297,17 @@ def test_overrides_alone_compose_once_and_hydra_flags_still_take_hydras_own_entr
     assert runs[0] == runs[1] == (_Counted(x=2, name="run-2"), {"x": 2, "name": "run-2"})
     run_app(app, ["-m", "x=3,4", "hydra.sweep.dir=sweep"])
     assert [config.x for config, _ in runs[2:]] == [3, 4]
+
+
+def test_an_evaluation_loads_no_asyncio():
+    """What eval.run imports to evaluate and score a program benchmark leaves asyncio out: its
+    progress bars are tqdm's notebook-or-console bars without tqdm.auto's asyncio class."""
+    check = (
+        "import sys\n"
+        "import eval.run, eval.evaluation, eval.benchmarks.humanevalfix, eval.scoring\n"
+        "from core.progress import tqdm\n"
+        "assert sum(tqdm(range(3), disable=True)) == 3\n"
+        "assert 'asyncio' not in sys.modules, sorted(m for m in sys.modules if 'asyncio' in m)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", check], cwd=REPO, capture_output=True, text=True, env=ENV)
+    assert proc.returncode == 0, proc.stderr

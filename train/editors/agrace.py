@@ -60,10 +60,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.utils.hooks import RemovableHandle
-from tqdm.auto import tqdm
 
 from core.editing import APIUpdate
 from core.errors import ConfigError
+from core.progress import tqdm
 from train.editors.common import model_device
 from train.editors.grace import GraceAdaptor, GRACEEditor, GRACEOptions
 

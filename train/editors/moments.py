@@ -31,9 +31,9 @@ from typing import Any
 
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from core.errors import ConfigError
+from core.progress import tqdm
 from core.schema import build_output
 
 log = logging.getLogger(__name__)
