@@ -63,7 +63,7 @@ from dataclasses import dataclass
 import numpy as np
 from coverage.results import display_covered, format_lines
 
-from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
+from core.sandbox import Sandbox, SandboxLimits
 
 START_TESTS = "### START TESTS ###\n"  # where CanItEdit cuts program_no_test
 # CanItEdit's benchmark/.coveragerc; the sandbox applies the same exclusion (coverage_run.COVERAGE_EXCLUDE).
@@ -113,16 +113,11 @@ class CoverageReport:
         return lines
 
     @classmethod
-    def from_result(cls, result: ExecutionResult, file_lines: int) -> CoverageReport:
-        """The coverage a sandboxed run measured of a ``file_lines``-line file; CoverageError when
-        it has none or sent numbers that cannot be coverage (the run wrote them: it can lie
-        about its own lines, not make us count a trillion)."""
-        return cls.from_measured(measured_of(result), file_lines)
-
-    @classmethod
     def from_measured(cls, measured: dict | None, file_lines: int) -> CoverageReport:
         """The coverage a passing run sent (``ExecutionResult.coverage``, or the copy an execution
-        record keeps) of a ``file_lines``-line file; CoverageError as in `from_result`."""
+        record keeps: `measured_runs`) of a ``file_lines``-line file; CoverageError when it has none
+        or sent numbers that cannot be coverage (the run wrote them: it can lie about its own lines,
+        not make us count a trillion)."""
         measured = measured or {"error": "the run measured no coverage"}
         if "error" in measured:
             raise CoverageError(str(measured["error"]))
@@ -135,12 +130,25 @@ class CoverageReport:
         return cls(sorted(statements), sorted(missing), sorted(excluded))
 
 
-def measured_of(result: ExecutionResult) -> dict:
-    """What a coverage run measured, as an execution record keeps it (`CoverageReport.from_measured`
-    reads it back): its lines, or why it has none."""
-    if not result.passed:
-        return {"error": f"the program did not pass under coverage ({result.status}): {result.detail}"}
-    return result.coverage or {"error": "the run measured no coverage"}
+def measured_runs(
+    sandbox: Sandbox,
+    jobs: Sequence[tuple[str, str]],
+    limits: SandboxLimits | None = None,
+    unverified: bool | Sequence[bool] = False,
+    split: bool | Sequence[bool] = False,
+) -> list[dict]:
+    """Measure each (completion, tests) pair in the sandbox, in parallel: what each run measured, as
+    an execution record keeps it (`CoverageReport.from_measured` reads it back), or why it has none.
+    ``unverified``: the declared unverified mode, for all jobs or per job (see Sandbox.run);
+    ``split``: jobs measured by a split run's probes instead of coverage.py's tracer (the program's
+    own functions serve the tests, as in one file: no helpers)."""
+    results = sandbox.run_many(jobs, limits=limits, coverage=True, unverified=unverified, split=split)
+    return [
+        result.coverage or {"error": "the run measured no coverage"}
+        if result.passed
+        else {"error": f"the program did not pass under coverage ({result.status}): {result.detail}"}
+        for result in results
+    ]
 
 
 def coverage_reports(
@@ -150,15 +158,12 @@ def coverage_reports(
     unverified: bool | Sequence[bool] = False,
     split: bool | Sequence[bool] = False,
 ) -> list[CoverageReport | CoverageError]:
-    """Measure each (completion, tests) pair in the sandbox, in parallel; results in job order.
-    ``unverified``: the declared unverified mode, for all jobs or per job (see Sandbox.run);
-    ``split``: jobs measured by a split run's probes instead of coverage.py's tracer (the program's
-    own functions serve the tests, as in one file: no helpers)."""
+    """`measured_runs` as coverage reports (a CoverageError where a run measured none); job order."""
     reports: list[CoverageReport | CoverageError] = []
-    results = sandbox.run_many(jobs, limits=limits, coverage=True, unverified=unverified, split=split)
-    for (completion, tests), result in zip(jobs, results, strict=True):
+    measured = measured_runs(sandbox, jobs, limits, unverified, split)
+    for (completion, tests), lines in zip(jobs, measured, strict=True):
         try:
-            reports.append(CoverageReport.from_result(result, len((completion + "\n" + tests).splitlines())))
+            reports.append(CoverageReport.from_measured(lines, len((completion + "\n" + tests).splitlines())))
         except CoverageError as err:
             reports.append(err)
     return reports

@@ -20,7 +20,7 @@ from typing import Any
 from core.problems import Problem
 from core.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from core.sandbox.declared import unverified_flags
-from eval.excess_code import measured_of
+from eval.excess_code import measured_runs
 from eval.languages import command_job
 from eval.split_mode import benchmark_modules, run_modes
 
@@ -161,15 +161,11 @@ def _measure_the_rest(
     todo = [(i, p, c) for i, p, c in python if _unmeasured_split(results[i])]
     if not todo:
         return
-    runs = sandbox.run_many(
-        [(c, p.tests) for _, p, c in todo],
-        limits=limits,
-        coverage=True,
-        unverified=[unverified[p.id] for _, p, _ in todo],
-        split=True,
+    measured = measured_runs(
+        sandbox, [(c, p.tests) for _, p, c in todo], limits, [unverified[p.id] for _, p, _ in todo], True
     )
-    for (i, _, _), run in zip(todo, runs, strict=True):
-        results[i] = replace(results[i], coverage=measured_of(run))  # type: ignore[arg-type]
+    for (i, _, _), lines in zip(todo, measured, strict=True):
+        results[i] = replace(results[i], coverage=lines)  # type: ignore[arg-type]
 
 
 def _unmeasured_split(result: ExecutionResult | None) -> bool:

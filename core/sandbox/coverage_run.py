@@ -4,7 +4,8 @@ What it guarantees: the collector is configured and warmed up once per server, b
 a measured run pays only for tracing; the lines sent back are main.py's statements, exclusions and
 missed lines as coverage.py's own report computes them; what a run sends is parsed as untrusted
 data (anything malformed is "no readable coverage", never a crash). Standard library plus
-coverage.py, imported only by servers that measure.
+coverage.py, imported by the servers that trace in-process runs and by the host (the analysis of a
+split run's lines: line_probes.measured_coverage), whose coverage.py no run's process ever holds.
 """
 
 from __future__ import annotations
