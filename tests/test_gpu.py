@@ -156,8 +156,9 @@ def _trainer_batch(run: SFTRun) -> dict:
     return {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
 
 
-def _syncs(fn) -> int:
-    """Host syncs CUDA reports (`torch.cuda.set_sync_debug_mode`) while `fn` runs."""
+def _syncs(fn) -> list[str]:
+    """Where the host synced while `fn` ran (`torch.cuda.set_sync_debug_mode` warns at each: the
+    file and line of the Python frame that called the synchronizing operation)."""
     torch.cuda.synchronize()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -166,7 +167,7 @@ def _syncs(fn) -> int:
             fn()
         finally:
             torch.cuda.set_sync_debug_mode("default")
-    return sum("synchroniz" in str(w.message) for w in caught)
+    return [f"{w.filename}:{w.lineno}" for w in caught if "synchroniz" in str(w.message)]
 
 
 def test_auto_on_cuda_trains_through_varlen_with_no_sync_of_the_trainers_own(tmp_path):
@@ -187,8 +188,13 @@ def test_auto_on_cuda_trains_through_varlen_with_no_sync_of_the_trainers_own(tmp
     model.train()
     bare()  # warm-up
     model_syncs = _syncs(bare)
-    assert _syncs(lambda: trainer.training_step(model, dict(batch), targets)) == model_syncs
-    print(f"\nhost syncs in one micro-step: {model_syncs} (the model's and trl's fused head's own)")
+    trainer_syncs = _syncs(lambda: trainer.training_step(model, dict(batch), targets))
+    print(f"\nhost syncs: the model's forward and backward {len(model_syncs)} at {model_syncs}; "
+          f"the trainer's micro-step {len(trainer_syncs)} at {trainer_syncs}")  # fmt: skip
+    # The trainer may sync less than the bare call, never more. On an H100 (torch 2.11, transformers
+    # 5.24, trl 1.16) the counts were 5 against 6 where this asserted equality: the sites printed
+    # above say which of the bare call's syncs the trainer's step does not make.
+    assert len(trainer_syncs) <= len(model_syncs)
 
 
 def test_compiled_decoder_layers_match_eager_ones_on_cuda(tmp_path):
