@@ -27,7 +27,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 ROOTS = ("transformers", "trl", "datasets", "hydra-core", "accelerate", "peft", "liger-kernel")
 LIGER_KERNEL = "0.8.5"  # the version docs/performance.md's figures were measured with
@@ -101,7 +101,10 @@ def plan(
         if name not in have:
             return False
         found = have[name]
-        return found is None or specifier.contains(Version(found), prereleases=True)
+        try:
+            return found is None or specifier.contains(Version(found), prereleases=True)
+        except InvalidVersion:  # a version pip would not compare: carry ours
+            return False
 
     wanted = {
         canonicalize_name(r): Wanted(canonicalize_name(r), version(canonicalize_name(r)), "a root")
@@ -127,7 +130,12 @@ def plan(
         if not added:
             return list(wanted.values())
         for name, specifier in added.items():
-            why = "missing on the node" if name not in have else f"the node's {have[name]} is not {specifier}"
+            if name not in have:
+                why = "missing on the node"
+            elif str(specifier):
+                why = f"the node's {have[name]} is not {specifier}"
+            else:
+                why = f"the node's version {have[name]!r} is not one pip compares"
             wanted[name] = Wanted(name, version(name), why, specifier)
 
 
@@ -145,7 +153,9 @@ def is_pure(name: str, find: Callable[[str], md.Distribution | None]) -> bool:
     dist = find(name)
     text = dist.read_text("WHEEL") if dist is not None else None
     tags = [line.split(":", 1)[1].strip() for line in (text or "").splitlines() if line.startswith("Tag:")]
-    return bool(tags) and all(t.split("-")[0] in ("py3", "py2.py3") and t.endswith("-none-any") for t in tags)
+    return bool(tags) and all(
+        t.split("-")[0] in ("py2", "py3", "py2.py3") and t.endswith("-none-any") for t in tags
+    )
 
 
 def pip_commands(wanted: list[Wanted], out: Path, python_version: str, pure: set[str]) -> list[list[str]]:
@@ -173,6 +183,8 @@ def main() -> None:
     p.add_argument("--root", action="append", default=[], help="another root to carry (repeatable)")
     p.add_argument("--dry-run", action="store_true", help="print the plan, download nothing")
     args = p.parse_args()
+    if args.have is not None and not args.have.is_file():
+        sys.exit(f"error: --have {args.have}: no such file (the node's `pip list --format=freeze`)")
     have = parse_have(args.have.read_text().splitlines()) if args.have else {}
     pins = {"liger-kernel": LIGER_KERNEL}
     wanted = plan([*ROOTS, *args.root], args.python_version, have, this_environment, pins)

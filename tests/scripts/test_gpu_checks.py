@@ -57,11 +57,13 @@ def environment(tmp_path):
 
 
 def test_the_plan_carries_what_the_node_lacks_or_has_too_old(environment):
-    plan = offline_wheels.plan(["root"], "3.11", {"a": "1.0", "c": "3.9"}, environment, {})
+    plan = offline_wheels.plan(
+        ["root"], "3.11", {"a": "1.0", "c": "3.9", "b": "not-a-version"}, environment, {}
+    )
     carried = {w.name: w for w in plan}
-    assert list(carried) == ["root", "a", "b"]  # c: the node's 3.9 meets a's c<4
+    assert list(carried) == ["root", "a", "b"]  # c: the node's 3.9 meets a's c<4; b's version: unreadable
     assert carried["a"].reason == "the node's 1.0 is not >=2" and carried["a"].version == "2.5"
-    assert carried["b"].reason == "missing on the node"
+    assert carried["b"].reason == "the node's version 'not-a-version' is not one pip compares"
     # the CUDA stack is the node's own, and an extra's requirement is not taken
     assert not {"torch", "nvidia-cublas", "x"} & set(carried)
 
