@@ -32,6 +32,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$DEVICE" in cuda|cpu) ;; *) echo "error: --device takes cuda or cpu, not $DEVICE" >&2; exit 2 ;; esac
+for pair in "rounds=$ROUNDS" "bench-minutes=$BENCH_MIN" "test-minutes=$TEST_MIN"; do
+  [[ "${pair#*=}" =~ ^[1-9][0-9]*$ ]] || { echo "error: --${pair%%=*} takes a whole number above 0, not ${pair#*=}" >&2; exit 2; }
+done
 mkdir -p "$OUT" && OUT="$(cd "$OUT" && pwd)" || { echo "error: cannot make the folder $OUT" >&2; exit 2; }
 cd "$ROOT" || exit 2
 

@@ -156,7 +156,8 @@ def test_the_gpu_checks_run_on_cpu_with_the_wheels_first_on_the_path(tmp_path):
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [(["--device", "tpu"], "--device takes cuda or cpu"), (["--wheels", "EMPTY"], "no wheels in"),
-     (["--frobnicate"], "unknown argument --frobnicate")],
+     (["--frobnicate"], "unknown argument --frobnicate"),
+     (["--bench-minutes", "2.5"], "--bench-minutes takes a whole number above 0, not 2.5")],
 )  # fmt: skip
 def test_the_gpu_checks_refuse_bad_arguments_in_one_line(tmp_path, arguments, message):
     (tmp_path / "EMPTY").mkdir()
