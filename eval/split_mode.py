@@ -116,7 +116,20 @@ def run_modes(sandbox: Sandbox, problems: Sequence[Problem], limits: SandboxLimi
 
 
 def confirm(sandbox: Sandbox, problems: Sequence[Problem], limits: SandboxLimits) -> list[RunMode]:
-    """Run each problem's reference and ``before`` split and in process; split where both pairs agree."""
+    """Run each problem's reference and ``before`` split and in process; split where both pairs agree.
+
+    A problem whose pairs differ runs again once, and stays in process only if they differ again: a
+    decision is kept for every later evaluation, and one run's outcome can owe something to the
+    worker it ran on (a trusted process that an earlier run on it left broken, say)."""
+    differs = _differences(sandbox, problems, limits)
+    again = [i for i, why in enumerate(differs) if why]
+    for i, why in zip(again, _differences(sandbox, [problems[i] for i in again], limits), strict=True):
+        differs[i] = why
+    return [RunMode(False, "outcomes differ: " + why) if why else RunMode(True) for why in differs]
+
+
+def _differences(sandbox: Sandbox, problems: Sequence[Problem], limits: SandboxLimits) -> list[str]:
+    """Per problem, how its programs' outcomes differ between split and in process ("": they agree)."""
     jobs, splits, helpers = [], [], []
     for problem in problems:
         for code in (problem.after, problem.before):
@@ -124,21 +137,27 @@ def confirm(sandbox: Sandbox, problems: Sequence[Problem], limits: SandboxLimits
                 jobs.append((problem.program(code), problem.tests))
                 splits.append(split)
                 helpers.append(problem.helpers)
+    if not jobs:
+        return []
     unverified = [flag for flag in _unverified(sandbox, problems) for _ in range(4)]
     modules = [benchmark_modules(p) for p in problems for _ in range(4)]
     results = sandbox.run_many(
         jobs, limits=limits, split=splits, helpers=helpers, unverified=unverified, modules=modules
     )
-    modes = []
+    differs = []
     for i, _ in enumerate(problems):
         ref_split, ref_local, before_split, before_local = results[4 * i : 4 * i + 4]
-        differs = [
-            f"{name}: {outcome(a)} split, {outcome(b)} in process"
-            for name, a, b in (("reference", ref_split, ref_local), ("before", before_split, before_local))
-            if outcome(a) != outcome(b)
-        ]
-        modes.append(RunMode(False, "outcomes differ: " + "; ".join(differs)) if differs else RunMode(True))
-    return modes
+        differs.append(
+            "; ".join(
+                f"{name}: {outcome(a)} split, {outcome(b)} in process"
+                for name, a, b in (
+                    ("reference", ref_split, ref_local),
+                    ("before", before_split, before_local),
+                )
+                if outcome(a) != outcome(b)
+            )
+        )
+    return differs
 
 
 def _unverified(sandbox: Sandbox, problems: Sequence[Problem]) -> list[bool]:

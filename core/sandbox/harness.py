@@ -171,8 +171,8 @@ class Server(SplitRuns, Supervision):
         os.close(self.ctl_in)
         os.close(self.ctl_out)
         machine = os.uname().machine
-        if self.filtered:  # no run signals the server or the zygote, nor everyone at once
-            self.confine.install_filter(self.seccomp.protect(machine, (pid, self.pid)))
+        if self.filtered:  # no run signals the server, the zygote or what started them, nor everyone at once
+            self.confine.install_filter(self.seccomp.protect(machine, (pid, self.pid, os.getppid())))
         self.confine.drop_capabilities()  # the zygote only forks: the server alone keeps CAP_SYS_ADMIN
         zygote = zygote_module.Zygote(pid, zygote_end, functools.partial(become_run, self), self.native)
         os.close(signal.set_wakeup_fd(-1))  # its loop reads SIGCHLD from a signalfd
@@ -227,6 +227,7 @@ class Server(SplitRuns, Supervision):
         if self.folders.ruleset is not None:
             fds["ruleset"] = os.dup(self.folders.ruleset)
         start = time.monotonic()
+        job["protect"] = self.trusted_pids()
         self.child = self.zygote.fork(job, fds)  # the zygote's child: no job before this one in its memory
         self.child_status = None
         nonce = os.urandom(16).hex().encode()

@@ -106,12 +106,14 @@ def split_verdict(job: dict, stop: str | None, outcome: bytes, died: int | None)
 
 
 def retires(outcome: bytes | None) -> bool:
-    """Whether the trusted process said, in its outcome, that it exits after this run."""
+    """Whether the trusted process must be replaced after this run: it said so in its outcome, or
+    its outcome cannot be read (none, cut short, not a report): a process whose word cannot be
+    read is never trusted with the next run."""
     try:
         report = json.loads(outcome or b"null")
-    except ValueError:
-        return False
-    return type(report) is dict and "retire" in report
+    except (ValueError, RecursionError):
+        return True
+    return type(report) is not dict or "retire" in report
 
 
 def channel_writer(fd: int, token: bytes):

@@ -63,6 +63,8 @@ def become_run(server, job: dict, fds: dict[str, int]) -> NoReturn:
         set_rlimits(job["limits"], server.nproc_base, server.base_vm)
         os.chdir(server.folders.work_dir)
         server.confine.drop_capabilities()  # no borrowing the server's descriptors, no ptrace, no mounts
+        if job.get("protect") and server.filtered:  # the trusted processes of this moment, out of reach
+            server.confine.install_filter(server.seccomp.protect(os.uname().machine, tuple(job["protect"])))
         if (job["kind"] in ("python", "candidate") or job.get("split")) and ruleset is not None:
             # no /proc/self/mem, only the allowed folders; a split candidate cannot ptrace, read the
             # memory or borrow the descriptors of the trusted process, which is outside its domain

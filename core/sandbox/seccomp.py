@@ -42,6 +42,12 @@ SYSCALLS = {
         "rt_tgsigqueueinfo": 297,
         "pidfd_open": 434,
         "prlimit64": 302,
+        "sched_setparam": 142,
+        "sched_setscheduler": 144,
+        "sched_setaffinity": 203,
+        "sched_setattr": 314,
+        "setpriority": 141,
+        "ioprio_set": 251,
     },
     "aarch64": {
         "socket": 198,
@@ -62,6 +68,12 @@ SYSCALLS = {
         "rt_tgsigqueueinfo": 240,
         "pidfd_open": 434,
         "prlimit64": 261,
+        "sched_setparam": 118,
+        "sched_setscheduler": 119,
+        "sched_setaffinity": 122,
+        "sched_setattr": 274,
+        "setpriority": 140,
+        "ioprio_set": 30,
     },
 }
 DENIED = ("add_key", "request_key", "keyctl", "io_uring_setup", "io_uring_enter", "io_uring_register")
@@ -72,7 +84,12 @@ CLONE_NEWUSER = 0x10000000
 # classic BPF and seccomp constants (linux/filter.h, linux/seccomp.h)
 LD_ABS_W, JEQ_K, JGE_K, JSET_K, RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
 RET_ALLOW, RET_KILL_PROCESS, RET_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
-NR_OFFSET, ARCH_OFFSET, ARG0_OFFSET = 0, 4, 16  # struct seccomp_data (little-endian arg0: low word)
+NR_OFFSET, ARCH_OFFSET, ARG0_OFFSET, ARG1_OFFSET = (
+    0,
+    4,
+    16,
+    24,
+)  # struct seccomp_data (little-endian: low words)
 _INSN = struct.Struct("=HBBI")
 
 
@@ -123,24 +140,49 @@ def program(machine: str, families: tuple[int, ...] = (AF_UNIX,)) -> bytes:
     return _assemble(code)
 
 
-# Calls whose first argument names a process (or, negative, a process group; -1: every process).
-PID_CALLS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open", "prlimit64")
+# Calls whose first argument names a process (or, negative, a process group; -1: every process):
+# signals, pidfds, resource limits and scheduling, which another process of the same user may change.
+PID_CALLS = (
+    "kill",
+    "tkill",
+    "tgkill",
+    "rt_sigqueueinfo",
+    "rt_tgsigqueueinfo",
+    "pidfd_open",
+    "prlimit64",
+    "sched_setparam",
+    "sched_setscheduler",
+    "sched_setaffinity",
+    "sched_setattr",
+)
+# Calls of (which, who): only the caller's own process or group (who = 0), never a whole user's
+# processes (PRIO_USER, IOPRIO_WHO_USER), which reaches past every namespace to the host's.
+WHO_CALLS = {"setpriority": 2, "ioprio_set": 3}  # the call -> its "every process of a user" value
 
 
 def protect(machine: str, pids: tuple[int, ...]) -> bytes:
-    """A filter that refuses (EPERM) signals, pidfds and rlimit changes aimed at ``pids`` (the
-    sandbox's own server processes), at their process groups, and at every process at once
-    (``kill(-1)``), for the process that installs it and all it starts. Stacked on ``program``'s."""
+    """A filter that refuses (EPERM) signals, pidfds, rlimit and scheduling changes aimed at
+    ``pids`` (the sandbox's own server and trusted processes), at their process groups, and at
+    every process at once (``kill(-1)``), and priority changes of anything but the caller's own
+    process or group, for the process that installs it and all it starts. Stacked on ``program``'s."""
     calls = SYSCALLS[machine]
-    targets = {-1, *pids, *(-p for p in pids)}
+    named = [p for p in pids if p > 0]  # 0 is the caller itself (a parent outside our namespace reads 0)
+    targets = {-1, *named, *(-p for p in named)}
     code: list[tuple] = [(LD_ABS_W, None, None, NR_OFFSET)]
     code += [(JEQ_K, "pid", None, calls[name]) for name in PID_CALLS]
+    code += [(JEQ_K, name, None, calls[name]) for name in WHO_CALLS]
     code += [(RET_K, None, None, RET_ALLOW), ("pid", LD_ABS_W, None, None, ARG0_OFFSET)]
     code += [(JEQ_K, "deny", None, target & 0xFFFFFFFF) for target in sorted(targets)]
-    code += [
-        (RET_K, None, None, RET_ALLOW),
-        ("deny", RET_K, None, None, RET_ERRNO | errno.EPERM),
-    ]
+    code.append((RET_K, None, None, RET_ALLOW))
+    for name, every in WHO_CALLS.items():
+        code += [
+            (name, LD_ABS_W, None, None, ARG1_OFFSET),
+            (JEQ_K, None, "deny", 0),
+            (LD_ABS_W, None, None, ARG0_OFFSET),
+            (JEQ_K, "deny", None, every),
+            (RET_K, None, None, RET_ALLOW),
+        ]
+    code.append(("deny", RET_K, None, None, RET_ERRNO | errno.EPERM))
     return _assemble(code)
 
 

@@ -116,15 +116,26 @@ class SplitRuns:
         texts = {"tests": job["tests"], "helpers": job.get("helpers", "")}
         measure = bool(job.get("coverage"))  # the lines that ran, for ExcessCode (line_probes.py)
         run = {"work_dir": self.folders.work_dir, "modules": job.get("modules", []), "coverage": measure}
-        given = {"read": to_trusted[0], "write": to_candidate[1], "stdout": os.dup(out[1])}
-        given |= {"stderr": os.dup(err[1]), "payload": payload_fd(texts)}
-        if not trusted.send(run, given):
-            self.outcome = b""  # it died since the last run: this run fails, the next gets a new one
+
+        def given() -> dict[str, int]:  # the trusted process's descriptors, closed once sent
+            fds = {"read": os.dup(to_trusted[0]), "write": os.dup(to_candidate[1]), "stdout": os.dup(out[1])}
+            return fds | {"stderr": os.dup(err[1]), "payload": payload_fd(texts)}
+
+        sent = trusted.send(run, given())
+        if not sent:  # it died since the last run: a fresh one takes this run, which owes it nothing
+            self._stop_trusted()
+            trusted = self._trusted(limits)
+            sent = trusted.send(run, given())
+        os.close(to_trusted[0])
+        os.close(to_candidate[1])
+        if not sent:
+            self.outcome = b""
         fds = {"stdin": stdin_fd, "stdout": out[1], "stderr": err[1], "read": to_candidate[0]}
         fds |= {"write": to_trusted[1], "payload": payload_fd({"program": job["program"]})}
         if self.folders.ruleset is not None:
             fds["ruleset"] = os.dup(self.folders.ruleset)
-        self.child = self.zygote.fork({"kind": "candidate", "limits": limits, "probes": measure}, fds)
+        job = {"kind": "candidate", "limits": limits, "probes": measure, "protect": self.trusted_pids()}
+        self.child = self.zygote.fork(job, fds)
         streams = {out[0]: bytearray(), err[0]: bytearray()}
         caps = {out[0]: limits["max_output_bytes"], err[0]: limits["max_output_bytes"]}
         outputs = {out[0], err[0]}
@@ -143,6 +154,12 @@ class SplitRuns:
         if measure and status == "passed":
             result["coverage"] = split_lines(job["program"], self.outcome)  # the host analyses them
         return result
+
+    def trusted_pids(self) -> list[int]:
+        """The trusted processes alive now, which a run's process must not signal, limit or slow
+        (seccomp.protect: the zygote's own filter knows only the server and itself)."""
+        pids = [self.trusted.pid] if self.trusted is not None else []
+        return pids + ([self.trusted_command] if self.trusted_command is not None else [])
 
     def _trusted(self, limits: dict):
         """Our trusted process, started afresh where there is none or the run's limits differ."""
@@ -226,9 +243,8 @@ class SplitRuns:
         fds = {"stdin": stdin_fd, "stdout": out[1], "stderr": err[1], "read": to_candidate[0]}
         fds["write"] = to_trusted[1]
         fds["ruleset"] = os.dup(self.folders.ruleset)
-        self.child = self.zygote.fork(
-            {"kind": "command", "split": True, "argv": job["argv"], "limits": limits}, fds
-        )
+        run = {"kind": "command", "split": True, "argv": job["argv"], "limits": limits}
+        self.child = self.zygote.fork(run | {"protect": self.trusted_pids()}, fds)
         streams = {out[0]: bytearray(), err[0]: bytearray()}
         caps = {out[0]: limits["max_output_bytes"], err[0]: limits["max_output_bytes"]}
         stop = self._supervise(

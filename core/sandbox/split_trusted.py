@@ -212,7 +212,7 @@ class Remote:
         if not (isinstance(cls, type) and issubclass(cls, BaseException)):
             decoded = tuple(self.decoder._dec(b, 1) for b in (bases if type(bases) is list else []))
             parents = tuple(b for b in decoded if isinstance(b, type) and issubclass(b, BaseException))
-            name = str(qualname).rpartition(".")[2] or "CandidateError"
+            name = str(qualname).rpartition(".")[2][:200] or "CandidateError"  # the program's to choose
             try:
                 cls = type(name, parents or (Exception,), {"__module__": "__main__"})
             except TypeError:  # an instance lay-out conflict between builtin bases
@@ -752,6 +752,8 @@ def run(
             setattr(module, attribute, function)
     if remote.broken and outcome["passed"]:
         outcome.update(passed=False, error=remote.broken, kind="protocol")
+    if "error" in outcome:  # one report is one message (trusted_server.py): the program's text is cut
+        outcome["error"] = str(outcome["error"])[:2000]
     if checks is not None:
         outcome["tests_passed"] = checks.passed
     outcome["delegated"] = remote.delegated

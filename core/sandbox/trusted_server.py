@@ -30,6 +30,7 @@ import decimal
 import json
 import os
 import random
+import resource
 import signal
 import socket
 import sys
@@ -68,6 +69,7 @@ class State:
         self.lists = {name: list(getattr(sys, name)) for name in _SYS_LISTS}
         self.path_cache = dict(sys.path_importer_cache)
         self.builtins = dict(vars(builtins))
+        self.process = _process_settings()
         self.modules = dict(sys.modules)
         self.signals = {sig: _signal.getsignal(sig) for sig in signal.valid_signals()}
 
@@ -79,6 +81,8 @@ class State:
         for name, module in self.modules.items():
             if sys.modules.get(name) is not module:
                 return f"the tests replaced or removed the module {name!r}"
+        if _process_settings() != self.process:  # lowered limits or priority cannot be raised back
+            return "its resource limits, priority or CPUs were changed"
         signal.setitimer(signal.ITIMER_REAL, 0)
         for sig, handler in self.signals.items():
             if handler is not None and _signal.getsignal(sig) is not handler:
@@ -128,6 +132,13 @@ class _Compiled(dict):
         return self[key]
 
 
+def _process_settings() -> tuple:
+    """What the kernel holds for this process that the tests (or, without seccomp.protect, another
+    process of the run's user) could change: every resource limit, the priority, the CPUs."""
+    limits = tuple(resource.getrlimit(getattr(resource, n)) for n in dir(resource) if n.startswith("RLIMIT_"))
+    return limits, os.getpriority(os.PRIO_PROCESS, 0), frozenset(os.sched_getaffinity(0))
+
+
 def serve(sock: socket.socket) -> None:
     """Run the runs the server sends until it closes the socket, state put back after each.
     Return when this process must be replaced; the last outcome then says why (``retire``), so
@@ -153,9 +164,23 @@ def serve(sock: socket.socket) -> None:
             why = f"{MAX_RUNS} runs served"
         if why:
             outcome["retire"] = why
-        sock.send(json.dumps(outcome).encode())
+        sock.send(_message(outcome))
         if why:
             return
+
+
+def _message(outcome: dict) -> bytes:
+    """The outcome as one message the server reads whole: where it would not fit (a program's
+    exception text is the program's to choose), the lines that ran go first (the run is left
+    without coverage), then the error is cut."""
+    data = json.dumps(outcome).encode()
+    if len(data) > _MESSAGE and "lines" in outcome:
+        outcome = {key: value for key, value in outcome.items() if key != "lines"}
+        data = json.dumps(outcome).encode()
+    if len(data) > _MESSAGE:
+        outcome = {**outcome, "error": str(outcome.get("error", ""))[:2000]}
+        data = json.dumps(outcome).encode()
+    return data
 
 
 def _one_run(job: dict, fds: dict[str, int], compiled: _Compiled, devnull: int) -> dict:
@@ -218,11 +243,13 @@ class TrustedClient:
                 os.close(fd)
 
     def receive(self) -> bytes:
-        """The outcome of the run; b"" when the process died first."""
+        """The outcome of the run; b"" when the process died first or sent more than a message
+        holds (`retires`: it is then replaced)."""
         try:
-            return self.sock.recv(_MESSAGE)
+            data, _, flags, _ = self.sock.recvmsg(_MESSAGE)
         except OSError:
             return b""
+        return b"" if flags & socket.MSG_TRUNC else data
 
     def close(self) -> None:
         self.sock.close()

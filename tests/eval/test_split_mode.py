@@ -15,7 +15,7 @@ from core.problems import Problem
 from core.sandbox import SandboxLimits, make_sandbox
 from eval.execute import program_verdicts
 from eval.scoring import _judged
-from eval.split_mode import main, outcome, run_modes, static_reason
+from eval.split_mode import RunMode, main, outcome, run_modes, static_reason
 
 REPO = Path(__file__).resolve().parents[2]
 LIMITS = SandboxLimits(timeout_s=5.0)  # HumanEvalFix: three buggy programs never end
@@ -196,3 +196,19 @@ def test_a_record_left_in_the_cache_never_moves_a_problem_its_text_keeps_in_proc
     split_mode._store(split_mode._key(planted, split_mode._salt(sandbox, LIMITS)), split_mode.RunMode(True))
     sandbox.__dict__.pop("_split_run_modes", None)
     assert run_modes(sandbox, [planted], LIMITS)[planted.id] == split_mode.RunMode(False, reason)
+
+
+def test_a_problem_whose_outcomes_differ_once_is_decided_again(sandbox):
+    """Its first confirmation runs differ (here the tests fail the first time they run split: they
+    leave a mark on a module the trusted process keeps, as an earlier run's damage would): the problem
+    is run again once and, agreeing then, runs split; one that differs twice stays in process."""
+    from eval.split_mode import confirm
+
+    first_split_only = (
+        "import json\nfirst = not hasattr(json, 'seen_by_split_mode_test')\n"
+        "json.seen_by_split_mode_test = True\nassert not (first and type(f).__name__ == 'Proxy')\n"
+    )
+    assert confirm(sandbox, [problem(first_split_only)], LIMITS) == [RunMode(True)]
+    always = "assert type(f).__name__ != 'Proxy'\n"
+    [mode] = confirm(sandbox, [problem(always)], LIMITS)
+    assert not mode.split and mode.reason.startswith("outcomes differ: reference: ('failed'"), mode

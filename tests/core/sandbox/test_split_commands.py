@@ -79,3 +79,22 @@ def test_the_files_are_the_candidates_and_names_stay_inside(sandbox):
     assert sandbox.run_split_command(program, {"main.txt": "ok"}, trusted, PASSING).passed
     with pytest.raises(ValueError):
         sandbox.run_split_command(program, {"../escape": "x"}, trusted, PASSING)
+
+
+def test_the_candidate_cannot_signal_limit_or_slow_the_trusted_side(sandbox):
+    """The trusted side hands the candidate its pid; the candidate signals it (SIGUSR1 would open
+    node's inspector), lowers its priority and its limits: every call is refused (seccomp.protect,
+    whatever Landlock's ABI), and the trusted side, at its priority, writes its outcome."""
+    trusted = [
+        "sh",
+        "-c",
+        'printf "%s\\n" $$ >&4; head -c 2 <&3 >/dev/null; '
+        '[ "$(cut -d" " -f19 /proc/$$/stat)" = 0 ] && [ "$(ulimit -n)" != 8 ] && cat >&5',
+    ]
+    reach = (
+        "read pid <&3; kill -USR1 $pid; kill -STOP $pid; renice -n 19 -p $pid; renice -n 19 -u $(id -u); "
+        "prlimit --pid $pid --nofile=8:8; printf ok >&4"
+    )
+    result = sandbox.run_split_command(["sh", "-c", reach], {}, trusted, PASSING)
+    assert result.passed, result
+    assert "Operation not permitted" in result.stderr or "Permission denied" in result.stderr, result.stderr

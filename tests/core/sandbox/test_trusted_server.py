@@ -8,8 +8,11 @@ The pid the tests print shows which: the same process put the state back, or a n
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
+import socket
 import textwrap
+import time
 
 import pytest
 
@@ -98,8 +101,10 @@ def test_what_one_runs_tests_change_is_put_back_before_the_next(sandbox):
         "import threading, time\nthreading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n",
         "import sys, types\nsys.modules['json'] = types.ModuleType('json')\n",
         "import sys\ndel sys.modules['random']\n",
+        "import resource\nresource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))\n",
+        "import os\nos.nice(1)\n",
     ],
-    ids=["thread", "replaced_module", "removed_module"],
+    ids=["thread", "replaced_module", "removed_module", "rlimit", "priority"],
 )
 def test_state_that_cannot_be_put_back_retires_the_process(sandbox, leftover):
     before = run(sandbox, "")
@@ -251,3 +256,88 @@ def test_the_scan_finds_the_marker_where_nothing_stops_it(capfd):
     os.waitpid(pid, 0)
     reads, found = map(int, re.search(r"reads (\d+) found (\d+)", capfd.readouterr().out).groups())
     assert reads > 0 and found > 0
+
+
+# A run's program against the trusted process of this moment, whose pid the tests hand it: each call
+# that acts on another process by pid, and the ones that reach every process of the user.
+REACH_THE_TRUSTED_PROCESS = """
+import os, resource, signal
+def reach(pid):
+    done = []
+    for name, call in [
+        ("prlimit", lambda: resource.prlimit(pid, resource.RLIMIT_NOFILE, (8, 8))),
+        ("affinity", lambda: os.sched_setaffinity(pid, {0})),
+        ("scheduler", lambda: os.sched_setscheduler(pid, os.SCHED_BATCH, os.sched_param(0))),
+        ("priority", lambda: os.setpriority(os.PRIO_PROCESS, pid, 19)),
+        ("group priority", lambda: os.setpriority(os.PRIO_PGRP, pid, 19)),
+        ("user priority", lambda: os.setpriority(os.PRIO_USER, 0, 19)),
+        ("stop", lambda: os.kill(pid, signal.SIGSTOP)),
+        ("usr1", lambda: os.kill(pid, signal.SIGUSR1)),
+        ("group", lambda: os.killpg(pid, signal.SIGSTOP)),
+    ]:
+        try:
+            call()
+            done.append(name)
+        except OSError:
+            pass
+    os.nice(1)  # its own priority stays its own
+    return done
+"""
+
+
+def test_a_run_cannot_limit_slow_or_signal_the_trusted_process(sandbox):
+    """Another process of the same user may change a process's limits, priority and CPUs, which
+    Landlock's scopes do not cover (and its signal scope needs ABI 6): the trusted process is out of
+    reach of every run's process by pid (seccomp.protect), split or not, so nothing one sample does
+    fails the next sample's tests."""
+    split = sandbox.run(REACH_THE_TRUSTED_PROCESS, PID + "assert reach(os.getpid()) == []\n", split=True)
+    assert split.passed, split
+    program = REACH_THE_TRUSTED_PROCESS + f"assert reach({trusted_pid(split)}) == []\n"
+    in_process = sandbox.run(program, "", split=False)
+    assert in_process.passed, in_process
+    after = run(sandbox, "")
+    assert after.passed and trusted_pid(after) == trusted_pid(split), after
+
+
+def test_a_trusted_process_that_died_between_runs_is_replaced_for_the_next(sandbox):
+    """It died after sending its outcome (here its own fork kills it): the next run, which owes it
+    nothing, gets a fresh one and passes."""
+    dies_later = "import os, signal, time\nif os.fork() == 0:\n    time.sleep(0.3)\n    os.kill(os.getppid(), signal.SIGKILL)\n    os._exit(0)\n"
+    first = run(sandbox, dies_later)
+    assert first.passed, first
+    time.sleep(1.0)
+    after = run(sandbox, "")
+    assert after.passed, after
+    assert trusted_pid(after) != trusted_pid(first)
+
+
+def test_an_exception_the_program_names_past_any_message_fails_its_run_alone(sandbox):
+    """The program chooses its exception's name, which the tests' report carries: the report still
+    fits the one message the server reads whole, and the next run is served as always."""
+    huge = "class E(Exception):\n    pass\nE.__qualname__ = 'E' * 100_000\ndef inc(x):\n    raise E('x')\n"
+    failing = sandbox.run(huge, PID + "assert inc(1) == 2\n", split=True)
+    assert failing.status == "failed" and failing.detail.startswith("EEE") and len(failing.detail) <= 500
+    after = run(sandbox, "")
+    assert after.passed and trusted_pid(after) == trusted_pid(failing)
+
+
+def test_an_outcome_the_server_cannot_read_whole_retires_the_trusted_process():
+    """An outcome cut short (more than one message holds), none at all, or not a report: the
+    process that sent it is replaced before the next run (`retires`); a readable one is kept."""
+    from core.sandbox.report_channel import retires
+    from core.sandbox.trusted_server import _MESSAGE, TrustedClient, _message
+
+    assert not retires(b'{"passed": true, "tests_passed": 1}')
+    assert retires(b'{"passed": true, "retire": "1000 runs served"}')
+    assert all(retires(bad) for bad in (None, b"", b'{"passed": tr', b"[1]", b"[" * 100_000))
+    server, trusted = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    client = TrustedClient(0, server, {})
+    trusted.send(b"x" * (_MESSAGE + 1))
+    assert client.receive() == b""
+    trusted.send(_message({"passed": False, "error": "E" * (_MESSAGE * 2), "lines": list(range(20_000))}))
+    report = json.loads(client.receive())
+    assert "lines" not in report and len(report["error"]) == 2000
+    measured = {"passed": True, "lines": {"tests": [1], "program": [2]}}
+    assert json.loads(_message(measured)) == measured  # what fits is sent as it is
+    server.close()
+    trusted.close()
