@@ -72,8 +72,10 @@ BUILTIN_NAMES = frozenset(vars(builtins))
 # Dunder attributes a test may read from the program's objects: descriptive data only.
 DATA_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__", "__dict__", "__annotations__"})
 # The harness's own modules: never a program's exception's class, never imported for a program.
+# Standard library packages whose import acts (prints, opens a window or a browser, runs a test
+# suite); besides these, no module path with a dunder part (``unittest.__main__`` runs unittest.main()).
 NOISY_MODULES = frozenset(
-    {"antigravity", "this", "__hello__", "__phello__", "turtle", "tkinter", "idlelib", "webbrowser"}
+    {"antigravity", "this", "turtle", "turtledemo", "tkinter", "idlelib", "webbrowser", "test", "ensurepip"}
 )
 SANDBOX_MODULES = frozenset(
     {
@@ -170,7 +172,7 @@ class Remote:
         if ident not in self.modules:
             module = None
             if self.importable(name):
-                with contextlib.suppress(Exception):
+                with contextlib.suppress(BaseException):  # SystemExit too: an import never ends the tests
                     if importlib.util.find_spec(name) is not None:
                         module = importlib.import_module(name)
             self.modules[ident] = module if module is not None else self.proxy(ident)
@@ -184,7 +186,7 @@ class Remote:
                 try:
                     value = importlib.import_module(candidate)
                     return getattr(value, rest) if rest else value
-                except Exception:
+                except BaseException:  # SystemExit too: an import never ends the tests
                     continue
         return None
 
@@ -196,7 +198,7 @@ class Remote:
         if (
             root in SANDBOX_MODULES
             or root in NOISY_MODULES
-            or not all(p.isidentifier() for p in name.split("."))
+            or not all(p.isidentifier() and not (p[:2] == p[-2:] == "__") for p in name.split("."))
         ):
             return False
         return root in sys.stdlib_module_names or root in self.trusted_modules

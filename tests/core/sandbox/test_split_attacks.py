@@ -667,6 +667,22 @@ SWALLOWS_AS_ASSERTION_SUBCLASS = program("""
                 pass
 """)
 
+# a returned module makes the trusted side import it: a stdlib module whose import acts
+RUNS_STDLIB_MAIN_ON_REFUSAL = program("""
+    import types
+    def f(x):
+        if x < 0:
+            return types.ModuleType("unittest.__main__")
+        return 7
+""")
+RUNS_STDLIB_TESTS_ON_REFUSAL = program("""
+    import types
+    def f(x):
+        if x < 0:
+            return types.ModuleType("test.autotest")
+        return 7
+""")
+
 FORKS_AND_LIES = {
     "fork_oracle_learns_each_answer": (FORK_ORACLE, HIDDEN_DIGITS, True),
     "fork_at_import_two_answerers": (FORK_AT_IMPORT, HIDDEN_DIGITS, False),
@@ -683,6 +699,8 @@ FORKS_AND_LIES = {
     "keyboardinterrupt_caught_by_the_tests": (KEYBOARD_INTERRUPT_ON_REFUSAL, HIDDEN_REFUSAL, True),
     "generatorexit_caught_by_the_tests": (GENERATOR_EXIT_ON_REFUSAL, HIDDEN_REFUSAL, True),
     "systemexit_subclass_caught_by_the_tests": (EXIT_SUBCLASS_ON_REFUSAL, HIDDEN_REFUSAL, True),
+    "stdlib_main_module_imported_by_the_trusted_side": (RUNS_STDLIB_MAIN_ON_REFUSAL, HIDDEN_REFUSAL, False),
+    "stdlib_test_suite_imported_by_the_trusted_side": (RUNS_STDLIB_TESTS_ON_REFUSAL, HIDDEN_REFUSAL, False),
     "callback_assertion_swallowed": (SWALLOWS_CALLBACK_ASSERTION, HIDDEN_VISIT, True),
     "callback_assertion_swallowed_as_base_exception": (SWALLOWS_CALLBACK_BASE_EXCEPTION, HIDDEN_VISIT, True),
     "callback_assertion_rethrown_as_a_subclass": (SWALLOWS_AS_ASSERTION_SUBCLASS, HIDDEN_VISIT, True),
