@@ -67,6 +67,7 @@ except ImportError:
 MAX_DEPTH = 48
 TESTS_FILE = "<tests>"
 CHECK = "__editforge_check__"
+BEGIN = "__editforge_check_begins__"  # an assert's test is about to be evaluated
 FAILURE = "__editforge_assertion_error__"  # AssertionError, under a name no program can shadow
 BUILTIN_NAMES = frozenset(vars(builtins))
 # Dunder attributes a test may read from the program's objects: descriptive data only.
@@ -591,15 +592,26 @@ class _Namespace(dict):
 
 
 class _Checks:
-    """The assert statements of the tests: which held (every time they ran) and which failed."""
+    """The assert statements of the tests: which held (every time they ran to the end) and which
+    failed. An assert whose test was cut short by an exception (the program raised on the loop's
+    second input, say) did not hold that time, whoever caught the exception."""
 
     def __init__(self, total: int, remote: Remote) -> None:
         self.total, self.remote = total, remote
         self.held: set[int] = set()
         self.failed: set[int] = set()
+        self.running: list[int] = []  # asserts whose test is being evaluated, innermost last
+
+    def begin(self, index: int) -> None:
+        self.running.append(index)
 
     def __call__(self, index: int, value: object) -> bool:
         truth = bool(value)  # a handle's truth is delegated (and counted) by Proxy.__bool__
+        while self.running:  # asserts begun inside this one's test and never checked were cut short
+            begun = self.running.pop()
+            if begun == index:
+                break
+            self.failed.add(begun)
         if truth:
             self.held.add(index)
         else:
@@ -610,12 +622,12 @@ class _Checks:
 
     @property
     def passed(self) -> int:
-        return len(self.held - self.failed)
+        return len(self.held - self.failed - set(self.running))
 
 
 def _count_asserts(body: list[ast.stmt], count: int = 0) -> int:
-    """``assert test, msg`` -> ``if not CHECK(i, test): raise AssertionError(msg)``, numbered in the
-    order of the text; returns the next number. Only statements are visited (an assert is one, and
+    """``assert test, msg`` -> ``if not CHECK(i, BEGIN(i) or test): raise AssertionError(msg)``,
+    numbered in the order of the text; returns the next number. Only statements are visited (an assert is one, and
     no expression holds a statement): a test's large literals cost nothing here."""
     for at, node in enumerate(body):
         if isinstance(node, ast.Assert):
@@ -633,7 +645,9 @@ def _counted(node: ast.Assert, index: int) -> ast.If:
     def at(new: ast.AST) -> Any:
         return ast.copy_location(new, node)
 
-    check = at(ast.Call(at(ast.Name(CHECK, ast.Load())), [at(ast.Constant(index)), node.test], []))
+    begin = at(ast.Call(at(ast.Name(BEGIN, ast.Load())), [at(ast.Constant(index))], []))
+    test = at(ast.BoolOp(ast.Or(), [begin, node.test]))  # BEGIN returns None: the value is the test's
+    check = at(ast.Call(at(ast.Name(CHECK, ast.Load())), [at(ast.Constant(index)), test], []))
     error = at(ast.Call(at(ast.Name(FAILURE, ast.Load())), [node.msg] if node.msg else [], []))
     return at(ast.If(at(ast.UnaryOp(ast.Not(), check)), [at(ast.Raise(error, None))], []))
 
@@ -729,7 +743,7 @@ def run(
         namespace = _Namespace(remote, names)
         namespace.update(__name__="__main__", __builtins__=builtins)
         exec(helpers_code, namespace)
-        namespace[CHECK], namespace[FAILURE] = checks, AssertionError
+        namespace[CHECK], namespace[BEGIN], namespace[FAILURE] = checks, checks.begin, AssertionError
         with TestLines(TESTS_FILE) if measure else contextlib.nullcontext() as ran:
             exec(code, namespace)
         if remote.broken:

@@ -180,10 +180,22 @@ class AssertionFailure extends Error {}
 const main = () => {
   const texts = payload;
   let site = 0;
-  const tests = texts.tests.replace(/console\.assert\(/g, () => `__editforge_check(${site++}, `);
+  // __editforge_begin(i) runs before the check's own arguments: a check whose arguments throw (the
+  // program raised on a loop's second input, say) is cut short, and did not hold that time
+  const tests = texts.tests.replace(/console\.assert\(/g, () => {
+    const at = site++;
+    return `__editforge_check(__editforge_begin(${at}), `;
+  });
   const total = site;
   const held = new Array(total).fill(null); // per check: null (never ran), true (held each time), false
+  const running = []; // checks whose arguments are being evaluated, innermost last
+  const begin = (index) => { running.push(index); return index; };
   const check = (index, ok, ...message) => {
+    while (running.length > 0) { // checks begun inside this one's arguments and never made were cut short
+      const begun = running.pop();
+      if (begun === index) { break; }
+      held[begun] = false;
+    }
     if (broken !== null) { throw new Broken(broken); }
     if (!ok) {
       held[index] = false;
@@ -192,7 +204,9 @@ const main = () => {
     if (held[index] === null) { held[index] = true; }
   };
   console.assert = (ok, ...message) => { if (!ok) { throw new AssertionFailure(`Assertion failed ${message.join(' ')}`.trim()); } };
-  const local = new Set([...declaredNames(texts.helpers), ...declaredNames(tests), '__editforge_check']);
+  const local = new Set([
+    ...declaredNames(texts.helpers), ...declaredNames(tests), '__editforge_check', '__editforge_begin',
+  ]);
   const wanted = [...usedNames(texts.helpers + '\n' + tests)].filter((n) => !local.has(n) && !(n in globalThis));
   let outcome;
   try {
@@ -205,8 +219,8 @@ const main = () => {
     const found = loaded.names;
     if (found === null || typeof found !== 'object' || Array.isArray(found)) { breakRun('a malformed list of names'); }
     const names = wanted.filter((n) => Object.prototype.hasOwnProperty.call(found, n));
-    const run = new Function('__editforge_check', ...names, `${texts.helpers}\n;{\n${tests}\n}`);
-    run(check, ...names.map((n) => found[n]));
+    const run = new Function('__editforge_check', '__editforge_begin', ...names, `${texts.helpers}\n;{\n${tests}\n}`);
+    run(check, begin, ...names.map((n) => found[n]));
     if (broken !== null) { throw new Broken(broken); }
     outcome = { passed: true };
   } catch (err) {
@@ -215,6 +229,7 @@ const main = () => {
   }
   outcome.passed = outcome.passed && broken === null;
   outcome.tests_total = total;
+  for (const begun of running) { held[begun] = false; } // cut short when the run ended
   outcome.tests_passed = held.filter((h) => h === true).length;
   outcome.delegated = delegated;
   if (typeof outcome.error === 'string') { outcome.error = outcome.error.slice(0, 2000); }

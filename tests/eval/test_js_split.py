@@ -204,3 +204,21 @@ const apply = (f, xs) => xs.map(f);
     result = _run(sandbox, problem, program, True)
     assert result.passed and result.mode == "split", result
     assert (result.tests_passed, result.tests_total, result.delegated_checks) == (7, 7, 1)
+
+
+def test_a_check_cut_short_by_an_exception_never_counts_as_held(sandbox, problems):
+    """A check that held for the loop's first input and whose arguments throw on the second did not
+    hold (the RL `tests` reward's share): throwing is paid no more than answering wrong."""
+    tests = (
+        "for (const x of [1, 2, 3]) { console.assert(double(x) === 2 * x) }\n"
+        "try { console.assert(double(-1) === -2) } catch (e) {}\n"
+        "console.assert(double(1) === 2)\n"
+    )
+    program = "const double = (x) => { if (x === 1) { return 2; } throw new Error(`no ${x}`); };\n"
+    problem = replace(problems["JavaScript/53"], tests=tests, helpers="")
+    result = _run(sandbox, problem, program, True)
+    assert not result.passed and result.mode == "split", result
+    assert (result.tests_passed, result.tests_total) == (0, 3), result
+    caught = "for (const x of [1]) { console.assert(double(x) === 2 * x) }\n" + tests.split("\n", 1)[1]
+    result = _run(sandbox, replace(problem, tests=caught), program, True)
+    assert result.passed and (result.tests_passed, result.tests_total) == (2, 3), result

@@ -699,3 +699,40 @@ def test_channel_send_to_a_closed_peer(pipes):
     pipes.close(pipes.raw_r)
     with pytest.raises(ChannelError, match="closed the channel"):
         pipes.right.send({"op": "end"})
+
+
+@pytest.mark.parametrize(
+    ("text", "tests", "counts", "passes"),
+    [
+        (  # held for the loop's first input, cut short by the program's exception on the second
+            "def f(x):\n    if x == 1:\n        return 2\n    raise KeyError(x)\n",
+            "for x in (1, 2, 3):\n    assert f(x) == 2 * x\n",
+            (0, 1),
+            False,
+        ),
+        (  # cut short by an exception the tests themselves catch: the assert did not hold, the run passes
+            "def f(x):\n    if x < 0:\n        raise ValueError(x)\n    return 2 * x\n",
+            "try:\n    assert f(-1) == -2\nexcept ValueError:\n    pass\nassert f(1) == 2\n",
+            (1, 2),
+            True,
+        ),
+        (  # an assert inside a function the outer assert's test calls, cut short inside it
+            "def f(x):\n    if x > 1:\n        raise KeyError(x)\n    return x\n",
+            "def same(x):\n    assert f(x) == x\n    return True\nassert same(1)\nassert same(1) and same(2)\n",
+            (1, 3),  # the first outer assert held; the inner one and the second were cut short
+            False,
+        ),
+        (  # the truth of a handle asked for, and the program raising there: cut short too
+            "class B:\n    def __bool__(self):\n        raise RuntimeError('no')\ndef f():\n    return B()\n",
+            "assert f()\n",
+            (0, 1),
+            False,
+        ),
+    ],
+    ids=["loop", "caught_by_the_tests", "nested", "truth_raises"],
+)
+def test_an_assert_cut_short_by_an_exception_never_counts_as_held(sandbox, text, tests, counts, passes):
+    """tests_passed (the RL `tests` reward's share) counts asserts that held every time they ran to
+    the end: a program that raises instead of answering is paid no more than one that answers wrong."""
+    result, _ = run_split(sandbox, text, tests)
+    assert (result.tests_passed, result.tests_total) == counts and result.passed is passes, result
