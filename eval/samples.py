@@ -46,7 +46,12 @@ class SampleStore:
             os.truncate(self.path, good_until)
 
     def append(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        line = json.dumps(record, ensure_ascii=False)
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (a program's message, a server's \ud800): escaped as it is
+            line = json.dumps(record)
+        self._fh.write(line + "\n")
         self._fh.flush()
         self.records[record["type"]][(record["problem"], record["split"], record["index"])] = record
 

@@ -200,3 +200,19 @@ def test_a_dead_endpoint_fails_clearly_and_keeps_finished_samples(server, tmp_pa
     )
     with pytest.raises(EndpointError, match="127.0.0.1:9"):
         list(unreachable.generate(requests[:1], 1, SamplingConfig()))
+
+
+def test_the_store_keeps_text_that_is_not_unicode_and_reads_it_back(tmp_path):
+    """A lone surrogate (a program's exception message, a server's JSON escape \\ud800) is no UTF-8:
+    the record is kept with the surrogate escaped, and a later run reads back the same text."""
+    store = SampleStore(tmp_path / "samples.jsonl")
+    head = {"type": "verdict", "problem": "p", "split": "python", "index": 0}
+    store.append({**head, "detail": "ValueError: \ud800", "code": "é"})
+    store.append({**head, "index": 1, "detail": "plain é"})
+    store.close()
+    raw = (tmp_path / "samples.jsonl").read_bytes()
+    assert b"\\ud800" in raw and "plain é".encode() in raw  # escaped where needed, UTF-8 elsewhere
+    again = SampleStore(tmp_path / "samples.jsonl")
+    assert again.of_type("verdict")[("p", "python", 0)]["detail"] == "ValueError: \ud800"
+    assert again.of_type("verdict")[("p", "python", 1)]["detail"] == "plain é"
+    again.close()
