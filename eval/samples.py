@@ -49,8 +49,8 @@ class SampleStore:
         line = json.dumps(record, ensure_ascii=False)
         try:
             line.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate (a program's message, a server's \ud800): escaped as it is
-            line = json.dumps(record)
+        except UnicodeEncodeError:  # a lone surrogate (a program's message, a server's \ud800)
+            line = json.dumps(record)  # escaped, kept as it is
         self._fh.write(line + "\n")
         self._fh.flush()
         self.records[record["type"]][(record["problem"], record["split"], record["index"])] = record
