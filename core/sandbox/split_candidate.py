@@ -168,19 +168,20 @@ class CandidateServer:
         """The reply to one request, with what the program printed and the warnings it showed
         meanwhile (the tests may capture both)."""
         reply: dict = {"re": message.get("seq")}
-        out, saved = io.StringIO(), sys.stdout
+        out, err, saved = io.StringIO(), io.StringIO(), (sys.stdout, sys.stderr)
         self.warned, self.back = [], []
-        sys.stdout = out
+        sys.stdout, sys.stderr = out, err
         try:
             reply["v"] = self.encoder.encode(self._do(message))
         except BaseException as exc:  # everything the program raises crosses as its class and args
             reply.pop("v", None)
             reply["e"] = self._exception(exc)
         finally:
-            sys.stdout = saved
-        text = out.getvalue()
-        if text:
-            reply["out"] = text[:MAX_OUTPUT]
+            sys.stdout, sys.stderr = saved
+        for key, stream in (("out", out), ("err", err)):  # the tests' sys.stdout and sys.stderr get them
+            text = stream.getvalue()
+            if text:
+                reply[key] = text[:MAX_OUTPUT]
         if self.warned:
             reply["warn"] = self.warned[:20]
         if self.back and "v" in reply:
@@ -225,9 +226,11 @@ class CandidateServer:
         else:
             target = self.decoder.decode(h)
         if op == "call":
-            args = self._args(m)
-            value = target(*args, **self._kwargs(m))
-            self.back = self._mutated(m["args"][1:], args)
+            args, kwargs = self._args(m), self._kwargs(m)
+            value = target(*args, **kwargs)
+            # positional arguments, then keyword ones (their values in the sent mapping, in order)
+            sent = m["args"][1:] + (m["kw"][2::2] if kwargs else [])
+            self.back = self._mutated(sent, [*args, *kwargs.values()])
             return value
         if op == "getattr":
             return getattr(target, _name(m))

@@ -134,8 +134,8 @@ class SplitRuns:
         fds |= {"write": to_trusted[1], "payload": payload_fd({"program": job["program"]})}
         if self.folders.ruleset is not None:
             fds["ruleset"] = os.dup(self.folders.ruleset)
-        job = {"kind": "candidate", "limits": limits, "probes": measure, "protect": self.trusted_pids()}
-        self.child = self.zygote.fork(job, fds)
+        candidate = {"kind": "candidate", "limits": limits, "probes": measure, "protect": self.trusted_pids()}
+        self.child = self.zygote.fork(candidate, fds)
         streams = {out[0]: bytearray(), err[0]: bytearray()}
         caps = {out[0]: limits["max_output_bytes"], err[0]: limits["max_output_bytes"]}
         outputs = {out[0], err[0]}

@@ -258,9 +258,10 @@ class Remote:
             if reply.get("re") != seq:
                 self._break(f"an answer to no request (expected {seq}, got {str(reply.get('re'))[:20]})")
             break
-        out = reply.get("out")
-        if type(out) is str:
-            sys.stdout.write(out)
+        for key, stream in (("out", sys.stdout), ("err", sys.stderr)):  # what the program printed
+            text = reply.get(key)
+            if type(text) is str:
+                stream.write(text)
         self._warnings(reply.get("warn"))
         if "e" in reply:
             error = self._exception(reply["e"])
@@ -461,7 +462,8 @@ class Proxy:
         _remote(self).request("delattr", self, name=name)
 
     def __call__(self, *args, **kwargs):
-        return _remote(self).request("call", self, args=list(args), kw=dict(kwargs), _writeback=args)
+        back = (*args, *kwargs.values())  # what a call changes in place comes back to the tests' own
+        return _remote(self).request("call", self, args=list(args), kw=dict(kwargs), _writeback=back)
 
     def __getitem__(self, key):
         return _remote(self).request("getitem", self, k=key)

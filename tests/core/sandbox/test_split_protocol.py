@@ -736,3 +736,36 @@ def test_an_assert_cut_short_by_an_exception_never_counts_as_held(sandbox, text,
     the end: a program that raises instead of answering is paid no more than one that answers wrong."""
     result, _ = run_split(sandbox, text, tests)
     assert (result.tests_passed, result.tests_total) == counts and result.passed is passes, result
+
+
+@pytest.mark.parametrize(
+    ("text", "tests"),
+    [
+        (  # a keyword argument changed in place reaches the tests' own list, as in one process
+            "def sorted_copy(*, items):\n    items.sort()\n    return items\n",
+            "xs = [3, 1, 2]\nassert sorted_copy(items=xs) == [1, 2, 3]\nassert xs == [3, 1, 2], 'the input must not change'\n",
+        ),
+        (  # what the program writes to sys.stderr reaches the tests' sys.stderr, as in one process
+            "import sys\ndef f(x):\n    print('diagnostic', file=sys.stderr)\n    return 2 * x\n",
+            "import contextlib, io\nerr = io.StringIO()\nwith contextlib.redirect_stderr(err):\n"
+            "    assert f(3) == 6\nassert err.getvalue() == '', 'no diagnostics on stderr'\n",
+        ),
+    ],
+    ids=["keyword_argument_changed", "stderr"],
+)
+def test_what_fails_in_one_process_fails_split(sandbox, text, tests):
+    result, _ = run_split(sandbox, text, tests)
+    in_process = sandbox.run(text, tests)
+    assert not in_process.passed and not result.passed, (in_process, result)
+    assert result.detail == in_process.detail, (result, in_process)  # at the same assert, for the same reason
+
+
+def test_a_keyword_argument_changed_in_place_and_stderr_reach_the_tests(sandbox):
+    text = "import sys\ndef tidy(*, items, log):\n    items.sort()\n    log['n'] = len(items)\n    print('tidied', file=sys.stderr)\n"
+    tests = (
+        "import contextlib, io\nxs, log, err = [3, 1, 2], {}, io.StringIO()\n"
+        "with contextlib.redirect_stderr(err):\n    tidy(items=xs, log=log)\n"
+        "assert xs == [1, 2, 3] and log == {'n': 3} and err.getvalue() == 'tidied\\n'\n"
+    )
+    result, _ = run_split(sandbox, text, tests)
+    assert result.passed and result.tests_passed == result.tests_total == 1, result
