@@ -84,12 +84,8 @@ CLONE_NEWUSER = 0x10000000
 # classic BPF and seccomp constants (linux/filter.h, linux/seccomp.h)
 LD_ABS_W, JEQ_K, JGE_K, JSET_K, RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
 RET_ALLOW, RET_KILL_PROCESS, RET_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
-NR_OFFSET, ARCH_OFFSET, ARG0_OFFSET, ARG1_OFFSET = (
-    0,
-    4,
-    16,
-    24,
-)  # struct seccomp_data (little-endian: low words)
+NR_OFFSET, ARCH_OFFSET = 0, 4  # struct seccomp_data
+ARG0_OFFSET, ARG1_OFFSET = 16, 24  # its first two arguments (little-endian: their low words)
 _INSN = struct.Struct("=HBBI")
 
 

@@ -72,12 +72,12 @@ FAILURE = "__editforge_assertion_error__"  # AssertionError, under a name no pro
 BUILTIN_NAMES = frozenset(vars(builtins))
 # Dunder attributes a test may read from the program's objects: descriptive data only.
 DATA_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__", "__dict__", "__annotations__"})
-# The harness's own modules: never a program's exception's class, never imported for a program.
 # Standard library packages whose import acts (prints, opens a window or a browser, runs a test
 # suite); besides these, no module path with a dunder part (``unittest.__main__`` runs unittest.main()).
 NOISY_MODULES = frozenset(
     {"antigravity", "this", "turtle", "turtledemo", "tkinter", "idlelib", "webbrowser", "test", "ensurepip"}
 )
+# The harness's own modules: never a program's exception's class, never imported for a program.
 SANDBOX_MODULES = frozenset(
     {
         "plain",
@@ -629,8 +629,8 @@ class _Checks:
 
 def _count_asserts(body: list[ast.stmt], count: int = 0) -> int:
     """``assert test, msg`` -> ``if not CHECK(i, BEGIN(i) or test): raise AssertionError(msg)``,
-    numbered in the order of the text; returns the next number. Only statements are visited (an assert is one, and
-    no expression holds a statement): a test's large literals cost nothing here."""
+    numbered in the order of the text; returns the next number. Only statements are visited (an
+    assert is one, and no expression holds a statement): a test's large literals cost nothing here."""
     for at, node in enumerate(body):
         if isinstance(node, ast.Assert):
             body[at] = _counted(node, count)
