@@ -50,6 +50,7 @@ except ImportError:
 
 MAX_DEPTH = 48  # nested callbacks (candidate -> trusted -> candidate ...)
 MAX_OUTPUT = 1 << 20
+MAX_CHAIN = 8  # links of an exception's chain that cross
 MAX_NAMES = 100_000
 BINARY: dict[str, Callable[..., Any]] = {name: getattr(operator, name) for name in OPERATORS}
 BINARY |= {"i" + name.rstrip("_"): getattr(operator, "i" + name.rstrip("_")) for name in OPERATORS}
@@ -299,7 +300,9 @@ class CandidateServer:
             raise NotPlain("keyword arguments must be a dict of str")
         return kwargs
 
-    def _exception(self, exc: BaseException) -> dict:
+    def _exception(self, exc: BaseException, depth: int = 0) -> dict:
+        """The exception as its class, args and text, with its chain (``__cause__``,
+        ``__context__``, ``__suppress_context__``) a few links deep: the tests may look at it."""
         if isinstance(exc, ABORTS):
             return {"abort": f"{type(exc).__name__}({', '.join(map(repr, exc.args))[:200]})"}
         try:
@@ -310,7 +313,13 @@ class CandidateServer:
             args = self.encoder.encode(list(exc.args))
         except (NotPlain, RecursionError):
             args = ["l", _text(exc)]
-        return {"cls": cls, "args": args, "text": _text(exc)}
+        error: dict = {"cls": cls, "args": args, "text": _text(exc)}
+        if exc.__suppress_context__:
+            error["suppress"] = True
+        for key, linked in (("cause", exc.__cause__), ("context", exc.__context__)):
+            if isinstance(linked, BaseException) and not isinstance(linked, ABORTS) and depth < MAX_CHAIN:
+                error[key] = self._exception(linked, depth + 1)
+        return error
 
     # -- callbacks into the trusted side -------------------------------------------------------
     def call_trusted(self, ident: int, args: tuple, kwargs: dict) -> object:

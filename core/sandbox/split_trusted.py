@@ -367,7 +367,7 @@ class Remote:
         except (NotPlain, RecursionError):
             return ["l", str(exc)[:2000]]
 
-    def _exception(self, error: object) -> BaseException:
+    def _exception(self, error: object, depth: int = 0) -> BaseException:
         if type(error) is not dict:
             self._break("a malformed exception")
         if "abort" in error:
@@ -384,9 +384,16 @@ class Remote:
             self.broken = f"the program raised {cls.__name__}"
             return Broken(self.broken)
         try:
-            return cls(*args)
+            exc = cls(*args)
         except Exception:
-            return cls(str(error.get("text", ""))[:2000])
+            exc = cls(str(error.get("text", ""))[:2000])
+        exc.__suppress_context__ = error.get("suppress") is True
+        for key, attribute in (("cause", "__cause__"), ("context", "__context__")):
+            if key in error and depth < 8:  # the chain the program raised with (no abort comes in one)
+                linked = self._exception(error[key], depth + 1)
+                if not isinstance(linked, Broken):
+                    setattr(exc, attribute, linked)
+        return exc
 
     def _warnings(self, caught: object) -> None:
         if type(caught) is not list:

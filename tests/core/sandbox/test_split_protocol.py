@@ -769,3 +769,28 @@ def test_a_keyword_argument_changed_in_place_and_stderr_reach_the_tests(sandbox)
     )
     result, _ = run_split(sandbox, text, tests)
     assert result.passed and result.tests_passed == result.tests_total == 1, result
+
+
+CHAINED = (
+    "class Cache:\n    def __init__(self):\n        self.d = {}\n"
+    "    def get(self, k):\n        try:\n            return self.d[k]\n        except KeyError:\n"
+    "            raise ValueError(k){how}\n"
+)
+CHAIN_TESTS = (
+    "c = Cache()\ntry:\n    c.get('b')\nexcept ValueError as e:\n    error = e\n"
+    "assert error.__context__ is None or error.__suppress_context__, 'no KeyError in the chain'\n"
+)
+
+
+@pytest.mark.parametrize(("how", "passes"), [("", False), (" from None", True)], ids=["chained", "from_none"])
+def test_the_exception_chain_crosses(sandbox, how, passes):
+    """The tests see the chain the program raised with, as in one process (`raise ... from None`)."""
+    result, _ = run_split(sandbox, CHAINED.replace("{how}", how), CHAIN_TESTS)
+    assert result.passed is passes is sandbox.run(CHAINED.replace("{how}", how), CHAIN_TESTS).passed, result
+    caused = CHAINED.replace("{how}", " from KeyError('why')")
+    tests = CHAIN_TESTS.split("assert")[0] + (
+        "assert isinstance(error.__cause__, KeyError) and error.__cause__.args == ('why',)\n"
+        "assert isinstance(error.__context__, KeyError) and error.__suppress_context__\n"
+    )
+    result, _ = run_split(sandbox, caused, tests)
+    assert result.passed, result
