@@ -609,6 +609,7 @@ class _Checks:
         self.total, self.remote = total, remote
         self.held: set[int] = set()
         self.failed: set[int] = set()
+        self.refuted = 0  # asserts whose test was false: a correct program fails none, caught or not
         self.running: list[int] = []  # asserts whose test is being evaluated, innermost last
 
     def begin(self, index: int) -> None:
@@ -625,6 +626,7 @@ class _Checks:
             self.held.add(index)
         else:
             self.failed.add(index)
+            self.refuted += 1
             if self.remote.depth:  # inside a callback the candidate called: it cannot catch this
                 self.remote.callback_failures += 1
         return truth
@@ -759,6 +761,8 @@ def run(
             raise Broken(remote.broken)
         if remote.callback_failures:
             raise AssertionError("an assertion failed inside a callback the program called")
+        if checks.refuted:  # an except clause the program can shape (its __exit__, a name it binds) took it
+            raise AssertionError("an assert of the tests failed and its AssertionError was caught")
         outcome["passed"] = True
     except Broken as exc:
         outcome["error"] = str(exc)

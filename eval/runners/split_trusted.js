@@ -189,6 +189,7 @@ const main = () => {
   const total = site;
   const held = new Array(total).fill(null); // per check: null (never ran), true (held each time), false
   const running = []; // checks whose arguments are being evaluated, innermost last
+  let refuted = 0; // checks that were false: a correct program fails none, caught or not
   const begin = (index) => { running.push(index); return index; };
   const check = (index, ok, ...message) => {
     while (running.length > 0) { // checks begun inside this one's arguments and never made were cut short
@@ -199,6 +200,7 @@ const main = () => {
     if (broken !== null) { throw new Broken(broken); }
     if (!ok) {
       held[index] = false;
+      refuted += 1;
       throw new AssertionFailure(`Assertion failed ${message.map(String).join(' ')}`.trim());
     }
     if (held[index] === null) { held[index] = true; }
@@ -222,6 +224,7 @@ const main = () => {
     const run = new Function('__editforge_check', '__editforge_begin', ...names, `${texts.helpers}\n;{\n${tests}\n}`);
     run(check, begin, ...names.map((n) => found[n]));
     if (broken !== null) { throw new Broken(broken); }
+    if (refuted > 0) { throw new AssertionFailure('a check of the tests failed and its error was caught'); }
     outcome = { passed: true };
   } catch (err) {
     const why = broken !== null ? broken : `${err && err.name ? err.name : 'Error'}: ${err && err.message}`;

@@ -222,3 +222,17 @@ def test_a_check_cut_short_by_an_exception_never_counts_as_held(sandbox, problem
     caught = "for (const x of [1]) { console.assert(double(x) === 2 * x) }\n" + tests.split("\n", 1)[1]
     result = _run(sandbox, replace(problem, tests=caught), program, True)
     assert result.passed and (result.tests_passed, result.tests_total) == (2, 3), result
+
+
+def test_a_failed_check_that_something_caught_fails_the_run(sandbox, problems):
+    """Tests that catch whatever a check throws (here a bare catch): a wrong program's failed check is
+    caught in one process; split, a correct program fails no check, caught or not."""
+    tests = (
+        "try { console.assert(double(2) === 4, 'doubles') } catch (e) {}\nconsole.assert(double(0) === 0)\n"
+    )
+    program = "const double = (x) => x * 3;\n"
+    problem = replace(problems["JavaScript/53"], tests=tests, helpers="")
+    assert _run(sandbox, problem, program, False).passed  # one process: swallowed
+    result = _run(sandbox, problem, program, True)
+    assert not result.passed and "its error was caught" in result.detail, result
+    assert _run(sandbox, problem, "const double = (x) => x * 2;\n", True).passed

@@ -794,3 +794,31 @@ def test_the_exception_chain_crosses(sandbox, how, passes):
     )
     result, _ = run_split(sandbox, caused, tests)
     assert result.passed, result
+
+
+SWALLOWED = {
+    "exit_returns_true": (  # the program's context manager swallows the tests' failed asserts
+        "class Account:\n    def __init__(self, balance):\n        self.balance = balance\n"
+        "    def withdraw(self, n):\n        self.balance -= n + 1\n"
+        "class Transaction:\n    def __init__(self, account):\n        self.account = account\n"
+        "    def __enter__(self):\n        return self.account\n"
+        "    def __exit__(self, kind, exc, tb):\n        return True\n",
+        "with Transaction(Account(10)) as a:\n    a.withdraw(3)\n    assert a.balance == 7\n",
+    ),
+    "except_name_bound_to_exception": (  # the tests' `except ParseError` takes their own assert
+        "ParseError = Exception\ndef parse(s):\n    return int(s) if s.isdigit() else 0\n",
+        "try:\n    parse('bad')\n    assert False, 'must raise'\nexcept ParseError:\n    pass\nassert parse('12') == 12\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SWALLOWED))
+def test_a_failed_assert_that_something_caught_fails_the_run(sandbox, case):
+    """An except clause the program shapes (its `__exit__`, a name the tests take from it) took an
+    AssertionError of the tests' own asserts: in one process the run passes; split, a correct
+    program fails no assert, caught or not, so the run fails (a problem whose reference needs it
+    differs between modes and `confirm` keeps it in process)."""
+    text, tests = SWALLOWED[case]
+    assert sandbox.run(text, tests).passed  # in one process: swallowed
+    result, _ = run_split(sandbox, text, tests)
+    assert not result.passed and "its AssertionError was caught" in result.detail, result
