@@ -104,20 +104,22 @@ class GoPayload(HumanEvalFixPayload):
 
 
 _GO_COMMENTS = re.compile(r'"(?:\\.|[^"\\\n])*"|`[^`]*`|//[^\n]*|/\*.*?\*/', re.S)
-_GO_IMPORT = re.compile(r'^\s*import\s+(?:[\w.]+\s+)?("[^"\n]*")|^\s*import\s*\(([^)]*)\)', re.M)
+_GO_IMPORT = re.compile(r'^\s*import\s+([\w.]+\s+)?("[^"\n]*")|^\s*import\s*\(([^)]*)\)', re.M)
 
 
 def _go_imports(code: str) -> set[str]:
-    """The quoted paths `code`'s import declarations name. bigcode drops a setup import whose text
-    appears anywhere in the code; a comment holding `"github.com/stretchr/testify/assert"` then
-    removed testify's import and let the program declare an `assert` of its own for the tests."""
+    """The quoted paths `code`'s import declarations name under the package's own name. bigcode drops
+    a setup import whose text appears anywhere in the code; a comment holding
+    `"github.com/stretchr/testify/assert"` then removed testify's import and let the program declare
+    an `assert` of its own for the tests. An import under another name (`_`, `.`, an alias) binds
+    no `assert`: the setup keeps its own."""
     code = _GO_COMMENTS.sub(lambda m: m.group() if m.group().startswith(('"', "`")) else "", code)
     paths: set[str] = set()
-    for single, block in _GO_IMPORT.findall(code):
-        if single:
+    for alias, single, block in _GO_IMPORT.findall(code):
+        if single and not alias:
             paths.add(single)
         for line in block.split("\n"):
-            found = re.search(r'("[^"\n]*")\s*;?\s*$', line)
+            found = re.search(r'^\s*("[^"\n]*")\s*;?\s*$', line)
             if found:
                 paths.add(found.group(1))
     return paths

@@ -32,11 +32,18 @@ _CPP_DEFINE = re.compile(r"^[ \t]*(?:#|%:)[ \t]*define[ \t]+([A-Za-z_]\w*)", re.
 GCOV_LINE = re.compile(r"^\s*([^:]+):\s*(\d+):")
 
 
+# What g++ reads as a line end (a lone carriage return too), as blank inside a directive (form feed,
+# vertical tab), and as a line splice (a backslash, blanks, then a line end).
+_CPP_LINE_ENDS = re.compile(r"\r\n?")
+_CPP_SPLICE = re.compile(r"\\[ \t\f\v]*\n")
+
+
 def cpp_defined_macros(program: str) -> set[str]:
     """The macros ``program`` defines itself: undefined before the tests, so that a program cannot
     change what the tests' code means (`#define bool AlwaysTrue` would make glibc's
-    `static_cast<bool>(expr)` true)."""
-    text = program.replace("\\\n", "")
+    `static_cast<bool>(expr)` true). The text is read as g++ reads it: its line ends, splices and
+    blanks first, then comments and literals."""
+    text = _CPP_SPLICE.sub("", _CPP_LINE_ENDS.sub("\n", program)).replace("\f", " ").replace("\v", " ")
     text = _CPP_SKIP.sub(lambda m: " " if m.group().startswith("/") else '""', text)
     return set(_CPP_DEFINE.findall(text))
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+import secrets
 
 from core.problems import Problem
 from core.sandbox import Sandbox, SandboxLimits
@@ -14,6 +15,7 @@ from eval.toolchains import go
 GO_RUNNER = runner_source("editforge_main_test.go")
 GO_BLOCK = re.compile(r"^(.+):(\d+)\.\d+,(\d+)\.\d+ (\d+) (\d+)$")
 GO_TEST = re.compile(r"\bfunc\s+(Test\w*)\s*\(\s*\w+\s+\*testing\.T\s*\)")
+GO_TEST_BODY = re.compile(r"\bfunc\s+Test\w*\s*\(\s*\w+\s+\*testing\.T\s*\)\s*\{")
 
 
 def parse_go_profile(profile: str, source: str) -> tuple[set[int], set[int]]:
@@ -42,11 +44,20 @@ class Go(Language):
         return go.problem()
 
     def job(self, program: str, tests: str, helpers: str = "", split: bool = False) -> CommandJob:
+        """Each of the tests' test functions counts itself in a variable whose name no program knows
+        (drawn per job): the token is written only where m.Run returned 0 and every one of them ran,
+        whatever a program did to the test flags (a `-test.run` that selects none, a count of 0, a
+        flag set swapped before TestMain)."""
+        ran = f"editforge_ran_{secrets.token_hex(8)}"
+        counted = GO_TEST_BODY.sub(lambda m: f"{m.group()} {ran}++;", tests)
+        runner = GO_RUNNER.replace("editforge_ran", ran).replace(
+            "editforge_tests", str(len(GO_TEST.findall(tests)))
+        )
         # bigcode's file name: `go test` only compiles the tests of *_test.go files
         compile_ = go.toolchain().script("test -c -o main.test main_test.go editforge_main_test.go")
         return CommandJob(
             ["sh", "-c", f"{compile_} {NO_TOKEN} && rm -f *.go && ./main.test"],
-            {"main_test.go": program + "\n" + tests + "\n", "editforge_main_test.go": GO_RUNNER},
+            {"main_test.go": program + "\n" + counted + "\n", "editforge_main_test.go": runner},
         )
 
     def coverage_unavailable(self) -> str | None:
@@ -56,7 +67,7 @@ class Go(Language):
         """Go instruments only a package's non-test files, so the program and its tests go to `main.go`
         and a `main_test.go` calls the test functions; a line of a block with statements is
         executable (blank, comment and lone-brace lines aside), covered when a block that ran holds it."""
-        source = self.job(problem.program(problem.after), problem.tests).files["main_test.go"]
+        source = problem.program(problem.after) + "\n" + problem.tests + "\n"
         calls = "".join(f"    {name}(t)\n" for name in GO_TEST.findall(problem.tests))
         runner = (
             f'package main\n\nimport "testing"\n\nfunc TestEditforgeCoverage(t *testing.T) {{\n{calls}}}\n'

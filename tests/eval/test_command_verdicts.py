@@ -135,6 +135,14 @@ ATTACKS = {
             '#include <assert.h>\nextern "C" void __assert_fail(const char *, const char *, unsigned int, '
             "const char *) noexcept {}"
         ),
+        "bool redefined behind a form feed, a vertical tab, a lone carriage return, a spliced blank": after(
+            CPP_ALWAYS_TRUE.replace("#define bool", "#\fdefine\vbool")
+            + "\nint editforge_x;\r#define bool AlwaysTrue\n#def\\ \nine bool AlwaysTrue"
+        ),
+        "the tests' failure function overloaded for an int line, and as a template": after(
+            "void editforge_assert_fail(const char *, const char *, int, const char *) {}\n"
+            "template <class... A> void editforge_assert_fail(A...) {}"
+        ),
     },
     "java": {
         "System.exit(0) in a static block": in_class("static { System.exit(0); }"),
@@ -165,6 +173,22 @@ ATTACKS = {
             "type fakePackage struct{}\n"
             "func (fakePackage) New(t *testing.T) fakeAssert { return fakeAssert{} }\n"
             "var assert fakePackage"
+        ),
+        "testify imported blank, so that the setup drops its own, and a fake assert": after(
+            'import _ "github.com/stretchr/testify/assert"\n'
+            "type fakeAssert struct{}\n"
+            "func (fakeAssert) Equal(a ...interface{}) bool { return true }\n"
+            "type fakePackage struct{}\n"
+            "func (fakePackage) New(t *testing.T) fakeAssert { return fakeAssert{} }\n"
+            "var assert fakePackage"
+        ),
+        "no test selected through the flag's own default": lambda before: (
+            'import "flag"\n' + before + '\nfunc init() { testing.Init(); f := flag.Lookup("test.run");'
+            ' f.DefValue = "^$"; f.Value.Set("^$") }\n'
+        ),
+        "no test selected, then the flag set swapped": lambda before: (
+            'import "flag"\n' + before + '\nfunc init() { testing.Init(); flag.Set("test.run", "^$");'
+            ' flag.CommandLine = flag.NewFlagSet("x", flag.ContinueOnError) }\n'
         ),
     },
     "rust": {
