@@ -48,6 +48,9 @@ SYSCALLS = {
         "sched_setattr": 314,
         "setpriority": 141,
         "ioprio_set": 251,
+        "pidfd_send_signal": 424,
+        "fcntl": 72,
+        "ioctl": 16,
     },
     "aarch64": {
         "socket": 198,
@@ -74,6 +77,9 @@ SYSCALLS = {
         "sched_setattr": 274,
         "setpriority": 140,
         "ioprio_set": 30,
+        "pidfd_send_signal": 424,
+        "fcntl": 25,
+        "ioctl": 29,
     },
 }
 DENIED = ("add_key", "request_key", "keyctl", "io_uring_setup", "io_uring_enter", "io_uring_register")
@@ -154,19 +160,26 @@ PID_CALLS = (
 # Calls of (which, who): only the caller's own process or group (who = 0), never a whole user's
 # processes (PRIO_USER, IOPRIO_WHO_USER), which reaches past every namespace to the host's.
 WHO_CALLS = {"setpriority": 2, "ioprio_set": 3}  # the call -> its "every process of a user" value
+# Signals no pid argument names: a pidfd (one opened from /proc/<pid> too) takes any signal, and a
+# descriptor's owner gets the kernel's SIGIO (any signal, with F_SETSIG) on its I/O.
+SIGNAL_BY_DESCRIPTOR = "pidfd_send_signal"
+OWNER_COMMANDS = {"fcntl": (8, 15), "ioctl": (0x8901, 0x8902)}  # F_SETOWN(_EX); FIOSETOWN, SIOCSPGRP
 
 
 def protect(machine: str, pids: tuple[int, ...]) -> bytes:
     """A filter that refuses (EPERM) signals, pidfds, rlimit and scheduling changes aimed at
     ``pids`` (the sandbox's own server and trusted processes), at their process groups, and at
-    every process at once (``kill(-1)``), and priority changes of anything but the caller's own
-    process or group, for the process that installs it and all it starts. Stacked on ``program``'s."""
+    every process at once (``kill(-1)``); priority changes of anything but the caller's own
+    process or group; and signals sent without a pid (``pidfd_send_signal``, a descriptor's owner
+    set for SIGIO), for the process that installs it and all it starts. Stacked on ``program``'s."""
     calls = SYSCALLS[machine]
     named = [p for p in pids if p > 0]  # 0 is the caller itself (a parent outside our namespace reads 0)
     targets = {-1, *named, *(-p for p in named)}
     code: list[tuple] = [(LD_ABS_W, None, None, NR_OFFSET)]
     code += [(JEQ_K, "pid", None, calls[name]) for name in PID_CALLS]
     code += [(JEQ_K, name, None, calls[name]) for name in WHO_CALLS]
+    code.append((JEQ_K, "deny", None, calls[SIGNAL_BY_DESCRIPTOR]))
+    code += [(JEQ_K, name, None, calls[name]) for name in OWNER_COMMANDS]
     code += [(RET_K, None, None, RET_ALLOW), ("pid", LD_ABS_W, None, None, ARG0_OFFSET)]
     code += [(JEQ_K, "deny", None, target & 0xFFFFFFFF) for target in sorted(targets)]
     code.append((RET_K, None, None, RET_ALLOW))
@@ -178,6 +191,10 @@ def protect(machine: str, pids: tuple[int, ...]) -> bytes:
             (JEQ_K, "deny", None, every),
             (RET_K, None, None, RET_ALLOW),
         ]
+    for name, commands in OWNER_COMMANDS.items():
+        code.append((name, LD_ABS_W, None, None, ARG1_OFFSET))
+        code += [(JEQ_K, "deny", None, command) for command in commands]
+        code.append((RET_K, None, None, RET_ALLOW))
     code.append(("deny", RET_K, None, None, RET_ERRNO | errno.EPERM))
     return _assemble(code)
 

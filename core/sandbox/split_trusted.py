@@ -127,6 +127,7 @@ class Remote:
         self.delegated = 0
         self.broken: str | None = None
         self.callback_failures = 0
+        self.retire: str | None = None  # why this process must not serve another run after this one
         self.numpy_mirrored = False
         self.originals: dict = {}  # (module, attribute) -> the function the run's mirror wraps
 
@@ -175,6 +176,9 @@ class Remote:
             if self.importable(name):
                 with contextlib.suppress(BaseException):  # SystemExit too: an import never ends the tests
                     if importlib.util.find_spec(name) is not None:
+                        if name not in sys.modules:  # an import the program chose may act on this
+                            # process (logging's root handlers...): nothing of it outlives the run
+                            self.retire = f"the program had the tests' process import {name[:100]}"
                         module = importlib.import_module(name)
             self.modules[ident] = module if module is not None else self.proxy(ident)
         return self.modules[ident]
@@ -282,6 +286,8 @@ class Remote:
     def _write_back(self, args: tuple, back: object) -> None:
         if type(back) is not list:
             raise NotPlain("a malformed write-back")
+        if back:  # the tests may have passed an object that outlives the run (a module's list)
+            self.retire = "a call changed an object of the tests in place"
         for item in back[: len(args)]:
             if (
                 type(item) is not list
@@ -786,6 +792,8 @@ def run(
     if checks is not None:
         outcome["tests_passed"] = checks.passed
     outcome["delegated"] = remote.delegated
+    if remote.retire:
+        outcome["retire"] = remote.retire
     if measure and outcome["passed"]:
         with contextlib.suppress(Exception):  # no lines: no coverage, the verdict stands
             program = remote.request("lines")

@@ -341,3 +341,72 @@ def test_an_outcome_the_server_cannot_read_whole_retires_the_trusted_process():
     assert json.loads(_message(measured)) == measured  # what fits is sent as it is
     server.close()
     trusted.close()
+
+
+# Signals that no pid argument names: the kernel's SIGIO to a descriptor's owner (any signal, with
+# F_SETSIG), and a pidfd opened from /proc/<pid>, aimed at the trusted process.
+SIGNAL_WITHOUT_A_PID = """
+import fcntl, os, signal, sys
+def attack(pid):
+    sent = []
+    r, w = os.pipe()
+    try:
+        fcntl.fcntl(r, fcntl.F_SETOWN, pid)
+        fcntl.fcntl(r, 10, signal.SIGSTOP)  # F_SETSIG
+        fcntl.fcntl(r, fcntl.F_SETFL, fcntl.fcntl(r, fcntl.F_GETFL) | os.O_ASYNC)
+        os.write(w, b"x")
+        sent.append("owner")
+    except OSError:
+        pass
+    try:
+        signal.pidfd_send_signal(os.open(f"/proc/{pid}", os.O_RDONLY | os.O_DIRECTORY), signal.SIGSTOP)
+        sent.append("pidfd")
+    except OSError:
+        pass
+    return sent
+if __name__ == "__main__" and len(sys.argv) > 1:
+    print("sent", attack(int(sys.argv[1])))
+"""
+
+
+@pytest.mark.parametrize("split", [True, False], ids=["split", "command"])
+def test_no_signal_without_a_pid_reaches_the_trusted_process(sandbox, split):
+    """A run (a command run has no Landlock; a Python run below Landlock ABI 6 has no signal scope)
+    makes the trusted process a descriptor's owner for SIGIO, or opens a pidfd of it from /proc:
+    both are refused (seccomp.protect), and the next split run is served as always."""
+    before = run(sandbox, "")
+    if split:
+        attack = sandbox.run(SIGNAL_WITHOUT_A_PID, PID + "assert attack(os.getpid()) == []\n", split=True)
+        assert attack.passed, attack
+    else:
+        argv = ["python3", "attack.py", str(trusted_pid(before))]
+        attack = sandbox.run_command(argv, {"attack.py": SIGNAL_WITHOUT_A_PID})
+        assert "sent []" in attack.stdout, attack
+    after = run(sandbox, "")
+    assert after.passed and trusted_pid(after) == trusted_pid(before), after
+
+
+@pytest.mark.parametrize(
+    ("program", "tests", "later"),
+    [
+        (  # the tests pass a module's list, which the program empties in place
+            "def count_long(words):\n    words.clear()\n    return 0\n",
+            "import keyword\nassert count_long(keyword.kwlist) == 0\n",
+            "import keyword\nassert len(keyword.kwlist) > 30\n",
+        ),
+        (  # the program names a module whose import configures logging's root logger
+            "import types\ndef inc(x):\n    return types.ModuleType('lib2to3.tests.pytree_idempotency')\n",
+            "inc(1)\n",
+            "import logging\nassert not logging.getLogger().handlers, logging.getLogger().handlers\n",
+        ),
+    ],
+    ids=["module_list_emptied", "import_configures_logging"],
+)
+def test_what_a_program_makes_the_trusted_process_keep_dies_with_it(sandbox, program, tests, later):
+    """Objects the tests passed and the program changed in place are written back, and a module the
+    program named is imported, in the trusted process: it retires after such a run, so that nothing
+    of it reaches the next one (where one process would have died with the program)."""
+    first = sandbox.run(program, PID + tests, split=True)
+    assert first.passed, first
+    after = run(sandbox, later)
+    assert after.passed and trusted_pid(after) != trusted_pid(first), after
