@@ -50,9 +50,8 @@ class Go(Language):
         flag set swapped before TestMain)."""
         ran = f"editforge_ran_{secrets.token_hex(8)}"
         counted = GO_TEST_BODY.sub(lambda m: f"{m.group()} {ran}++;", tests)
-        runner = GO_RUNNER.replace("editforge_ran", ran).replace(
-            "editforge_tests", str(len(GO_TEST.findall(tests)))
-        )
+        count = f"const editforge_tests = {len(GO_TEST.findall(tests))}"
+        runner = GO_RUNNER.replace("editforge_ran", ran).replace("const editforge_tests = 0", count)
         # bigcode's file name: `go test` only compiles the tests of *_test.go files
         compile_ = go.toolchain().script("test -c -o main.test main_test.go editforge_main_test.go")
         return CommandJob(
