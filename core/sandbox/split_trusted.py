@@ -390,16 +390,16 @@ class Remote:
             self.broken = f"the program raised {cls.__name__}"
             return Broken(self.broken)
         try:
-            exc = cls(*args)
+            raised = cls(*args)
         except Exception:
-            exc = cls(str(error.get("text", ""))[:2000])
-        exc.__suppress_context__ = error.get("suppress") is True
+            raised = cls(str(error.get("text", ""))[:2000])
+        raised.__suppress_context__ = error.get("suppress") is True
         for key, attribute in (("cause", "__cause__"), ("context", "__context__")):
             if key in error and depth < 8:  # the chain the program raised with (no abort comes in one)
                 linked = self._exception(error[key], depth + 1)
                 if not isinstance(linked, Broken):
-                    setattr(exc, attribute, linked)
-        return exc
+                    setattr(raised, attribute, linked)
+        return raised
 
     def _warnings(self, caught: object) -> None:
         if type(caught) is not list:
