@@ -261,9 +261,9 @@ def test_the_scan_finds_the_marker_where_nothing_stops_it(capfd):
 # A run's program against the trusted process of this moment, whose pid the tests hand it: each call
 # that acts on another process by pid, and the ones that reach every process of the user.
 REACH_THE_TRUSTED_PROCESS = """
-import os, resource, signal
+import errno, os, resource, signal
 def reach(pid):
-    done = []
+    done = []  # each call that was not refused (EPERM), with its errno where it failed otherwise
     for name, call in [
         ("prlimit", lambda: resource.prlimit(pid, resource.RLIMIT_NOFILE, (8, 8))),
         ("affinity", lambda: os.sched_setaffinity(pid, {0})),
@@ -278,8 +278,9 @@ def reach(pid):
         try:
             call()
             done.append(name)
-        except OSError:
-            pass
+        except OSError as error:
+            if error.errno != errno.EPERM:
+                done.append((name, error.errno))
     os.nice(1)  # its own priority stays its own
     return done
 """
@@ -346,23 +347,36 @@ def test_an_outcome_the_server_cannot_read_whole_retires_the_trusted_process():
 # Signals that no pid argument names: the kernel's SIGIO to a descriptor's owner (any signal, with
 # F_SETSIG), and a pidfd opened from /proc/<pid>, aimed at the trusted process.
 SIGNAL_WITHOUT_A_PID = """
-import fcntl, os, signal, sys
-def attack(pid):
-    sent = []
+import errno, fcntl, os, signal, socket, struct, sys
+def owner(fd, pid):  # SIGSTOP, not SIGIO, on the descriptor's I/O
+    fcntl.fcntl(fd, 10, signal.SIGSTOP)  # F_SETSIG
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
+def by_fcntl(pid):
     r, w = os.pipe()
-    try:
-        fcntl.fcntl(r, fcntl.F_SETOWN, pid)
-        fcntl.fcntl(r, 10, signal.SIGSTOP)  # F_SETSIG
-        fcntl.fcntl(r, fcntl.F_SETFL, fcntl.fcntl(r, fcntl.F_GETFL) | os.O_ASYNC)
-        os.write(w, b"x")
-        sent.append("owner")
-    except OSError:
-        pass
-    try:
-        signal.pidfd_send_signal(os.open(f"/proc/{pid}", os.O_RDONLY | os.O_DIRECTORY), signal.SIGSTOP)
-        sent.append("pidfd")
-    except OSError:
-        pass
+    fcntl.fcntl(r, fcntl.F_SETOWN, pid)
+    owner(r, pid)
+    os.write(w, b"x")
+def by_fcntl_ex(pid):
+    r, w = os.pipe()
+    fcntl.fcntl(r, 15, struct.pack("ii", 1, pid))  # F_SETOWN_EX, F_OWNER_PID
+    owner(r, pid)
+    os.write(w, b"x")
+def by_ioctl(pid):
+    a, b = socket.socketpair()
+    fcntl.ioctl(a, 0x8901, struct.pack("i", pid))  # FIOSETOWN
+    owner(a.fileno(), pid)
+    b.send(b"x")
+def by_pidfd(pid):
+    signal.pidfd_send_signal(os.open(f"/proc/{pid}", os.O_RDONLY | os.O_DIRECTORY), signal.SIGSTOP)
+def attack(pid):
+    sent = []  # each route not refused (EPERM; EACCES: Landlock refuses /proc/<pid> itself), else its errno
+    for route in (by_fcntl, by_fcntl_ex, by_ioctl, by_pidfd):
+        try:
+            route(pid)
+            sent.append(route.__name__)
+        except OSError as error:
+            if error.errno not in (errno.EPERM, errno.EACCES):
+                sent.append((route.__name__, error.errno))
     return sent
 if __name__ == "__main__" and len(sys.argv) > 1:
     print("sent", attack(int(sys.argv[1])))
@@ -394,13 +408,28 @@ def test_no_signal_without_a_pid_reaches_the_trusted_process(sandbox, split):
             "import keyword\nassert count_long(keyword.kwlist) == 0\n",
             "import keyword\nassert len(keyword.kwlist) > 30\n",
         ),
+        (  # a module's dict, passed by keyword, which the program clears in place
+            "def escape(text, *, table):\n    table.clear()\n    return text\n",
+            "import html.entities\nassert escape('x', table=html.entities.codepoint2name) == 'x'\n",
+            "import html.entities\nassert html.entities.codepoint2name[34] == 'quot'\n",
+        ),
+        (  # a module's list, sorted in place the wrong way round
+            "def order(words):\n    words.sort(reverse=True)\n    return words[0]\n",
+            "import keyword\nassert order(keyword.kwlist) == 'yield'\n",
+            "import keyword\nassert keyword.kwlist[0] == 'False', keyword.kwlist[:3]\n",
+        ),
         (  # the program names a module whose import configures logging's root logger
             "import types\ndef inc(x):\n    return types.ModuleType('lib2to3.tests.pytree_idempotency')\n",
             "inc(1)\n",
             "import logging\nassert not logging.getLogger().handlers, logging.getLogger().handlers\n",
         ),
     ],
-    ids=["module_list_emptied", "import_configures_logging"],
+    ids=[
+        "module_list_emptied",
+        "module_dict_cleared_by_keyword",
+        "module_list_reordered",
+        "import_configures_logging",
+    ],
 )
 def test_what_a_program_makes_the_trusted_process_keep_dies_with_it(sandbox, program, tests, later):
     """Objects the tests passed and the program changed in place are written back, and a module the
