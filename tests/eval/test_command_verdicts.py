@@ -135,13 +135,25 @@ ATTACKS = {
             '#include <assert.h>\nextern "C" void __assert_fail(const char *, const char *, unsigned int, '
             "const char *) noexcept {}"
         ),
-        "bool redefined behind a form feed, a vertical tab, a lone carriage return, a spliced blank": after(
-            CPP_ALWAYS_TRUE.replace("#define bool", "#\fdefine\vbool")
-            + "\nint editforge_x;\r#define bool AlwaysTrue\n#def\\ \nine bool AlwaysTrue"
+        "bool redefined behind a form feed": after(CPP_ALWAYS_TRUE.replace("#define", "#\fdefine")),
+        "bool redefined behind a vertical tab": after(
+            CPP_ALWAYS_TRUE.replace("#define bool", "#define\vbool")
         ),
-        "the tests' failure function overloaded for an int line, and as a template": after(
-            "void editforge_assert_fail(const char *, const char *, int, const char *) {}\n"
+        "bool redefined after a lone carriage return": after(
+            CPP_ALWAYS_TRUE.replace("\n#define", "\nint editforge_x;\r#define")
+        ),
+        "bool redefined across a splice with a blank before the line end": after(
+            CPP_ALWAYS_TRUE.replace("#define", "#def\\ \nine")
+        ),
+        "the tests' failure function overloaded for an int line": after(
+            "void editforge_assert_fail(const char *, const char *, int, const char *) {}"
+        ),
+        "the tests' failure function overloaded as a template": after(
             "template <class... A> void editforge_assert_fail(A...) {}"
+        ),
+        "the tests' failure function overloaded in a namespace brought in by using": after(
+            "namespace editforge_evil { void editforge_assert_fail(const char *, const char *, int, const char *) {} }\n"
+            "using namespace editforge_evil;"
         ),
     },
     "java": {
@@ -176,6 +188,15 @@ ATTACKS = {
         ),
         "testify imported blank, so that the setup drops its own, and a fake assert": after(
             'import _ "github.com/stretchr/testify/assert"\n'
+            "type fakeAssert struct{}\n"
+            "func (fakeAssert) Equal(a ...interface{}) bool { return true }\n"
+            "type fakePackage struct{}\n"
+            "func (fakePackage) New(t *testing.T) fakeAssert { return fakeAssert{} }\n"
+            "var assert fakePackage"
+        ),
+        "testify imported under an alias, so that the setup drops its own, and a fake assert": after(
+            'import realassert "github.com/stretchr/testify/assert"\n'
+            "var _ = realassert.Equal\n"
             "type fakeAssert struct{}\n"
             "func (fakeAssert) Equal(a ...interface{}) bool { return true }\n"
             "type fakePackage struct{}\n"

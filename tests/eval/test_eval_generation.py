@@ -209,10 +209,14 @@ def test_the_store_keeps_text_that_is_not_unicode_and_reads_it_back(tmp_path):
     head = {"type": "verdict", "problem": "p", "split": "python", "index": 0}
     store.append({**head, "detail": "ValueError: \ud800", "code": "é"})
     store.append({**head, "index": 1, "detail": "plain é"})
+    store.append({**head, "index": 2, "detail": "a low half \udfff", "code": "\udfff\ud800"})
+    store.append({**head, "index": 3, "detail": "in a key", "counts": {"\udc80": 1}})
     store.close()
     raw = (tmp_path / "samples.jsonl").read_bytes()
     assert b"\\ud800" in raw and "plain é".encode() in raw  # escaped where needed, UTF-8 elsewhere
     again = SampleStore(tmp_path / "samples.jsonl")
     assert again.of_type("verdict")[("p", "python", 0)]["detail"] == "ValueError: \ud800"
     assert again.of_type("verdict")[("p", "python", 1)]["detail"] == "plain é"
+    assert again.of_type("verdict")[("p", "python", 2)]["code"] == "\udfff\ud800"
+    assert again.of_type("verdict")[("p", "python", 3)]["counts"] == {"\udc80": 1}
     again.close()
